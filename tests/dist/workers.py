@@ -1,0 +1,45 @@
+"""Module-level workers for the launcher tests (spawned ranks import them by name)."""
+
+import os
+import signal
+import time
+
+import psutil
+import torch
+import torch.distributed as dist
+
+
+def allreduce_rank(rank, world_size):
+    x = torch.tensor([float(rank + 1)])
+    dist.all_reduce(x)
+    return x.item()
+
+
+def kill_self_during_collective(rank, world_size, victim=1):
+    dist.barrier()
+    if rank == victim:
+        os.kill(os.getpid(), signal.SIGKILL)
+    x = torch.ones(4)
+    dist.all_reduce(x)  # the survivors wait here for the dead rank
+    return x.sum().item()
+
+
+def hang(rank, world_size, victim=1, pid_dir=None):
+    if pid_dir:
+        with open(os.path.join(pid_dir, f"{rank}.pid"), "w") as f:
+            f.write(str(os.getpid()))
+    if rank == victim:
+        time.sleep(10_000)
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    return x.item()
+
+
+def listening_sockets(rank, world_size):
+    """Return this rank's listening TCP addresses after a collective."""
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    conns = psutil.Process().net_connections(kind="inet")
+    listening = sorted({c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN})
+    dist.barrier()
+    return listening
