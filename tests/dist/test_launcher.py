@@ -196,8 +196,9 @@ def test_ranks_die_with_a_killed_kernel(tmp_path):
 )
 def test_bad_arguments_raise_value_error_naming_them(kwargs, needle):
     args = {"world_size": 2, **kwargs}
+    world_size = args.pop("world_size")
     with pytest.raises(ValueError, match="allowed|must|choose") as info:
-        cl.dist.launch(workers.allreduce_rank, **args)
+        cl.dist.launch(workers.allreduce_rank, world_size, **args)
     assert needle in str(info.value)
 
 

@@ -93,7 +93,8 @@ class RankReport:
         return f"rank {self.rank} finished"
 
 
-def launch(fn, world_size: int, backend: str = "auto", timeout: float = 60.0, **kwargs):
+def launch(fn, world_size: int, /, backend: str = "auto", timeout: float = 60.0,
+           **kwargs):
     """Run ``fn(rank, world_size, **kwargs)`` on ``world_size`` ranks; return the results.
 
     Args:
