@@ -2,6 +2,7 @@
 
 from .backend import choose_backend, loopback_interface, visible_gpus
 from .launcher import LaunchError, RankReport, launch
+from .torchrun import run_torchrun, torchrun_command
 
 __all__ = [
     "LaunchError",
@@ -9,5 +10,7 @@ __all__ = [
     "choose_backend",
     "launch",
     "loopback_interface",
+    "run_torchrun",
+    "torchrun_command",
     "visible_gpus",
 ]
