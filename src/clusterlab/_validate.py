@@ -12,9 +12,15 @@ from collections.abc import Iterable
 import numpy as np
 
 
+def _plain(value):
+    """NumPy scalars print as np.int64(2); show them as plain Python numbers."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def check_int(name: str, value, low: int, high: int | None = None) -> int:
     """Return ``value`` if it is an int in ``[low, high]``, else raise ValueError."""
     rng = f"[{low}, {high}]" if high is not None else f">= {low}"
+    value = _plain(value)
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ValueError(f"{name}={value!r} must be an integer {rng}")
     if value < low or (high is not None and value > high):
@@ -31,6 +37,7 @@ def check_float(
     low_inclusive: bool = True,
 ) -> float:
     """Return ``value`` as a float if it is finite and inside the range."""
+    value = _plain(value)
     lo = "(" if not low_inclusive else "["
     rng = f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}]"
     try:

@@ -78,7 +78,7 @@ def bench_collective(op: str, sizes, world_size: int, backend: str = "auto",
         raise ValueError(f"world_size={world_size} is not allowed for op='ping_pong': "
                          "a ping-pong runs between exactly 2 ranks")
     try:
-        raw = list(np.atleast_1d(np.asarray(sizes)))
+        raw = np.atleast_1d(np.asarray(sizes)).tolist()
     except (TypeError, ValueError):
         raise ValueError(f"sizes={sizes!r} must be a sequence of byte counts") from None
     if not raw:

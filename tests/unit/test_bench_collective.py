@@ -1,0 +1,90 @@
+"""bench_collective: argument checks, nccl-tests' factors, and real measurements."""
+
+import pytest
+
+import clusterlab as cl
+
+
+@pytest.mark.parametrize(
+    ("op", "n", "factor"),
+    [("all_reduce", 2, 1.0), ("all_reduce", 4, 1.5), ("all_reduce", 8, 1.75),
+     ("all_gather", 4, 0.75), ("reduce_scatter", 8, 0.875), ("broadcast", 8, 1.0)],
+)
+def test_busbw_factors_follow_nccl_tests(op, n, factor):
+    assert cl.perf.busbw_factor(op, n) == pytest.approx(factor)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"op": "allreduce"}, "op='allreduce' is not allowed"),
+        ({"sizes": [2]}, "sizes[0]=2 is out of range"),
+        ({"sizes": [2**32]}, "sizes[0]=4294967296 is out of range"),
+        ({"sizes": [1.5]}, "sizes[0]=1.5 must be an integer"),
+        ({"sizes": []}, "sizes=[] must hold at least one"),
+        ({"world_size": 0}, "world_size=0"),
+        ({"op": "ping_pong", "world_size": 3}, "world_size=3 is not allowed for op='ping_pong'"),
+        ({"iters": 0}, "iters=0"),
+        ({"warmup": -1}, "warmup=-1"),
+        ({"backend": "mpi"}, "backend='mpi'"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, needle):
+    args = {"op": "all_reduce", "sizes": [1024], "world_size": 2, **kwargs}
+    with pytest.raises(ValueError) as info:
+        cl.perf.bench_collective(**args)
+    assert needle in str(info.value)
+
+
+@pytest.mark.dist
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast"])
+def test_every_op_measures_on_gloo(op):
+    df = cl.perf.bench_collective(op, [64, 2**16], world_size=3, iters=5, warmup=1)
+    assert list(df.columns[:7]) == ["op", "size_bytes", "world_size", "backend",
+                                    "time_s", "algbw_Bps", "busbw_Bps"]
+    assert (df["time_s"] > 0).all() and (df["backend"] == "gloo").all()
+    assert (df["size_bytes"] % (4 * 3) == 0).all() or op in ("all_reduce", "broadcast")
+    ratio = df["busbw_Bps"] / df["algbw_Bps"]
+    assert ratio.round(6).eq(round(cl.perf.busbw_factor(op, 3), 6)).all()
+
+
+@pytest.mark.dist
+def test_bench_agrees_with_a_plain_timing_loop():
+    """Best of three against a hand-written loop in the same group: within 2x.
+
+    The bound is loose enough for a busy 2-core machine, tight enough to catch a
+    missing barrier, a wrong iteration count or a size mix-up (each a >2x error).
+    """
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    from clusterlab.perf.collectives import _bench_worker
+
+    def both(rank, world_size):
+        x = torch.ones(2**18)
+        best_plain = float("inf")
+        best_bench = float("inf")
+        for _ in range(3):
+            for _ in range(3):
+                dist.all_reduce(x)
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(20):
+                dist.all_reduce(x)
+            best_plain = min(best_plain, (time.perf_counter() - t0) / 20)
+            out = _bench_worker(rank, world_size, op="all_reduce", sizes=[2**20],
+                                iters=20, warmup=3)
+            best_bench = min(best_bench, out["time_s"][0])
+        return best_plain, best_bench
+
+    plain, bench = max(cl.dist.launch(both, 2))
+    assert 0.5 < bench / plain < 2.0, (plain, bench)
+
+
+@pytest.mark.dist
+def test_ping_pong_time_grows_with_size():
+    df = cl.perf.bench_collective("ping_pong", [4, 2**22], world_size=2)
+    small, large = df["time_s"]
+    assert large > 5 * small
