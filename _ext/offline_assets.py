@@ -30,7 +30,11 @@ def _write_vega(dest: Path) -> None:
     if "window.vegaEmbed" not in bundle:  # the contract this extension relies on
         raise RuntimeError("vl_convert.javascript_bundle() no longer defines vegaEmbed")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text(bundle, encoding="utf-8")
+    # The bundle is written as an ES module; wrapped in a strict function it runs
+    # as a classic script (so file:// pages work) and its top-level names (such as
+    # ``_``) stay out of the page's global scope, where Sphinx's own scripts live.
+    dest.write_text(f'(function () {{\n"use strict";\n{bundle}\n}})();\n',
+                    encoding="utf-8")
 
 
 def _copy_mathjax(dest: Path) -> None:

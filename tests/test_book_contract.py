@@ -1,0 +1,104 @@
+"""Contracts between the labs, the table of contents, the ledger and the config."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+from conftest import ROOT
+
+LABS = sorted(p for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
+TEMPLATE = ROOT / "labs" / "_template.ipynb"
+#: The claim IDs of the source material (CLAIMS.md); the ledger must hold each.
+CLAIM_IDS = (
+    "F1 F2 F3 P1 P2 P3 P4 H1 H2 H3 H4 H5 H6 H7 H8 W1 W2 W3 W4 W5 W6 "
+    "L1 L2 L3 L4 S1 S2 S3 S4 S5 S6 D1 D2 D3 D4 E1 E2 E3 E4 E5"
+).split()
+
+
+def _config():
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _toc_files(node):
+    if isinstance(node, dict):
+        if "file" in node:
+            yield node["file"]
+        for value in node.values():
+            yield from _toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _toc_files(item)
+
+
+def _code_cells(path: Path):
+    return [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+
+def test_there_is_at_least_one_lab():
+    assert LABS, "labs/ holds no NN_slug.ipynb"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_every_lab_is_in_the_table_of_contents(lab):
+    toc = set(_toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())))
+    assert f"labs/{lab.stem}" in toc
+
+
+def test_the_template_is_not_in_the_table_of_contents():
+    toc = set(_toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())))
+    assert "labs/_template" not in toc
+
+
+@pytest.mark.parametrize("nb", [*LABS, TEMPLATE], ids=lambda p: p.stem)
+def test_notebooks_are_committed_without_outputs(nb):
+    for cell in _code_cells(nb):
+        assert not cell.outputs and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_the_setup_cell_is_identical_in_every_lab(lab):
+    assert _code_cells(lab)[0].source == _code_cells(TEMPLATE)[0].source
+
+
+def test_the_setup_cell_installs_from_the_configured_repository():
+    repo = _config()["repository"]
+    setup = _code_cells(TEMPLATE)[0].source
+    assert f"git+{repo['url']}@{repo['branch']}" in setup
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_every_lab_has_a_colab_link_built_from_the_config(lab):
+    repo = _config()["repository"]
+    colab = _config()["launch_buttons"]["colab_url"]
+    owner_repo = repo["url"].removeprefix("https://github.com/")
+    path = "/".join(p for p in (repo.get("path_to_book", "").strip("/"),
+                                f"labs/{lab.name}") if p)
+    url = f"{colab}/github/{owner_repo}/blob/{repo['branch']}/{path}"
+    title = nbformat.read(lab, as_version=4).cells[0]
+    assert title.cell_type == "markdown" and url in title.source
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_labs_keep_the_style_budget(lab):
+    cells = _code_cells(lab)
+    assert len(cells) <= 25, f"{len(cells)} code cells (at most 25)"
+    for cell in cells:  # blank lines do not count
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        assert len(lines) <= 15, f"{len(lines)} lines (at most 15): {cell.source[:80]}"
+
+
+def test_every_claim_id_is_in_the_ledger():
+    ledger = (ROOT / "book" / "appendix" / "claims_ledger.md").read_text()
+    rows = set(re.findall(r"^\| *([A-Z]\d) *\|", ledger, flags=re.M))
+    missing = [c for c in CLAIM_IDS if c not in rows]
+    assert not missing, f"claims without a ledger row: {missing}"
+
+
+def test_the_claim_list_matches_the_source_material_when_it_is_beside_the_repo():
+    claims = ROOT.parent / "shared" / "CLAIMS.md"
+    if not claims.exists():
+        pytest.skip("CLAIMS.md is not beside this checkout")
+    ids = re.findall(r"^- \*\*([A-Z]\d)\*\*", claims.read_text(), flags=re.M)
+    assert sorted(ids) == sorted(CLAIM_IDS)

@@ -1,0 +1,208 @@
+"""The built site in a real browser (headless Chromium), with the network cut off.
+
+Every request that does not go to the local server (or the local disk) is
+aborted and recorded; each page must then draw all of its charts, render its
+mathematics, show no dead widget and log no console error. The slider and radio
+controls of the charts must change what is drawn, with no kernel behind them.
+
+Needs Debian's ``chromium`` (or set ``CHROMIUM_PATH``). Without a browser the
+tests skip and say how to install one, except under CI, where they fail.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+PAGES = [
+    "intro.html",
+    "book/paradigm/properties.html",
+    "labs/01_message_passing.html",
+    "book/appendix/claims_ledger.html",
+    "book/appendix/bibliography.html",
+]
+CHART = ".clusterlab-chart"
+INSTALL_HINT = ("the site test needs Chromium: on Debian or Ubuntu run "
+                "'sudo apt-get install chromium', or set CHROMIUM_PATH to a Chrome/Chromium binary")
+
+
+def _chromium_path():
+    explicit = os.environ.get("CHROMIUM_PATH")
+    if explicit:
+        return explicit
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    mac = Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
+    return str(mac) if mac.exists() else None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    path = _chromium_path()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"no browser under CI: {INSTALL_HINT}")
+        pytest.skip(INSTALL_HINT)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=path, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--allow-file-access-from-files"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    """Serve the built site on 127.0.0.1 at a free port."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class Visit:
+    """One page in a fresh context that blocks every non-local request."""
+
+    def __init__(self, browser, base: str, shots: Path):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.blocked, self.errors = [], []
+        self.shots = shots
+
+        def route(r):
+            url = r.request.url
+            if url.startswith(base) or url.startswith(("data:", "blob:")):
+                r.continue_()
+            else:
+                self.blocked.append(url)
+                r.abort()
+
+        self.context.route("**/*", route)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, url: str):
+        self.page.goto(url, wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+        return self.page
+
+    def charts_drawn(self) -> int:
+        charts = self.page.locator(CHART)
+        n = charts.count()
+        for i in range(n):
+            charts.nth(i).locator("svg, canvas").first.wait_for(state="attached",
+                                                                 timeout=15_000)
+        return n
+
+    def screenshot(self, name: str):
+        self.shots.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(self.shots / name), full_page=False)
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, server, built_site):
+    opened = []
+
+    def make(base=server):
+        v = Visit(browser, base, built_site.parent / "screenshots")
+        opened.append(v)
+        return v
+
+    yield make
+    for v in opened:
+        v.close()
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_each_page_loads_offline_with_no_error(visit, server, page):
+    v = visit()
+    v.open(server + page)
+    drawn = v.charts_drawn()
+    v.page.wait_for_timeout(300)
+    v.screenshot(page.replace("/", "_").replace(".html", ".png"))
+    assert v.blocked == [], f"requests that left the site: {v.blocked}"
+    assert v.errors == [], f"console errors: {v.errors}"
+    if page.startswith("labs/"):
+        assert drawn >= 5, f"only {drawn} charts drawn in {page}"
+    assert v.page.locator(".jupyter-widgets, .widget-area").count() == 0, "a dead widget"
+
+
+def test_math_is_typeset_from_the_site_itself(visit, server):
+    v = visit()
+    page = v.open(server + "labs/01_message_passing.html")
+    page.locator("mjx-container").first.wait_for(state="attached", timeout=15_000)
+    assert v.blocked == [] and v.errors == []
+
+
+def _svg_of(page, index: int) -> str:
+    return page.locator(CHART).nth(index).locator("svg").first.inner_html()
+
+
+def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
+    v = visit()
+    page = v.open(server + "labs/01_message_passing.html")
+    v.charts_drawn()
+    charts = page.locator(CHART)
+    index = next(i for i in range(charts.count())
+                 if charts.nth(i).locator("input[type=range]").count() == 2)
+    before = _svg_of(page, index)
+    slider = charts.nth(index).locator("input[type=range]").first
+    slider.evaluate("""el => { el.value = Number(el.min) + 0.5;
+                               el.dispatchEvent(new Event('input', {bubbles: true})); }""")
+    page.wait_for_timeout(500)
+    charts.nth(index).scroll_into_view_if_needed()
+    v.screenshot("lab01_slider_moved.png")
+    assert _svg_of(page, index) != before, "moving the α slider did not redraw the chart"
+    assert v.errors == []
+
+
+def test_the_world_size_radio_changes_the_chart(visit, server):
+    v = visit()
+    page = v.open(server + "labs/01_message_passing.html")
+    v.charts_drawn()
+    charts = page.locator(CHART)
+    index = next(i for i in range(charts.count())
+                 if charts.nth(i).locator("input[type=radio]").count() >= 2)
+    before = _svg_of(page, index)
+    charts.nth(index).locator("input[type=radio]").last.check()
+    page.wait_for_timeout(500)
+    assert _svg_of(page, index) != before, "picking a world size did not redraw"
+
+
+def test_the_live_widget_shows_its_static_twin_and_note(visit, server):
+    v = visit()
+    page = v.open(server + "labs/01_message_passing.html")
+    twin = page.locator(".clusterlab-static-twin")
+    assert twin.count() == 1
+    assert "Run this lab on Colab or Jupyter" in twin.inner_text()
+    twin.locator(f"{CHART} svg").first.wait_for(state="attached", timeout=15_000)
+
+
+def test_charts_draw_from_disk_too(visit, built_site):
+    """Opened as file://, where browsers refuse module imports between files."""
+    base = built_site.as_uri() + "/"
+    v = visit(base=base)
+    v.open(base + "labs/01_message_passing.html")
+    assert v.charts_drawn() >= 5
+    assert v.blocked == [] and v.errors == [], (v.blocked, v.errors)
