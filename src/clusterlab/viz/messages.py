@@ -55,7 +55,7 @@ def message_time_chart(df: pd.DataFrame, *, alpha_s: float | None = None,
             x=x, y=y, tooltip=[alt.Tooltip("time_s:Q", title="model s", format=".3e")])
         chart = alt.layer(line, points)
         bw = "∞" if math.isinf(beta_Bps) else f"{beta_Bps / 1e9:.2f} GB/s"
-        title = alt.Title(title, subtitle=f"dashed: alpha–beta fit, α = "
+        title = alt.TitleParams(title, subtitle=f"dashed: alpha–beta fit, α = "
                           f"{alpha_s * 1e6:.1f} µs, β = {bw}")
     return chart.properties(title=title)
 
@@ -105,7 +105,7 @@ def alpha_beta_explorer(df: pd.DataFrame, alpha_s: float, beta_Bps: float,
         x=x, y=y, tooltip=[alt.Tooltip("size_bytes:Q", format=","),
                            alt.Tooltip("time_s:Q", format=".3e")])
     return alt.layer(line, points).add_params(a, b).properties(
-        title=alt.Title(title, subtitle="points: measured here; dashed: "
+        title=alt.TitleParams(title, subtitle="points: measured here; dashed: "
                         "time = α + size / β with the sliders' α and β"))
 
 

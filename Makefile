@@ -1,0 +1,32 @@
+# Two commands for a fresh machine (Python 3.11 or newer):
+#   make book   set up .venv, build the book, print the page to open
+#   make test   set up .venv, run every test (unit, distributed, notebooks,
+#               book build, contracts, site in headless Chromium)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: book test bench lab clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (or newer)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+book: $(VENV)/.installed
+	rm -rf _build
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo
+	@echo "The book is built. Open this file in a browser:"
+	@echo "    $(CURDIR)/_build/html/index.html"
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python scripts/benchmark.py
+
+clean:
+	rm -rf _build .pytest_cache
