@@ -33,8 +33,9 @@ def _write_vega(dest: Path) -> None:
     # The bundle is written as an ES module; wrapped in a strict function it runs
     # as a classic script (so file:// pages work) and its top-level names (such as
     # ``_``) stay out of the page's global scope, where Sphinx's own scripts live.
-    dest.write_text(f'(function () {{\n"use strict";\n{bundle}\n}})();\n',
-                    encoding="utf-8")
+    dest.write_text(
+        f'(function () {{\n"use strict";\n{bundle}\n}})();\n', encoding="utf-8"
+    )
 
 
 def _copy_mathjax(dest: Path) -> None:
@@ -45,12 +46,15 @@ def _copy_mathjax(dest: Path) -> None:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     shutil.copy2(es5 / "tex-mml-chtml.js", dest / "tex-mml-chtml.js")
-    shutil.copytree(es5 / "output" / "chtml" / "fonts" / "woff-v2",
-                    dest / "output" / "chtml" / "fonts" / "woff-v2")
+    shutil.copytree(
+        es5 / "output" / "chtml" / "fonts" / "woff-v2",
+        dest / "output" / "chtml" / "fonts" / "woff-v2",
+    )
     # Extensions that TeX input may load on demand (\require, and those the
     # combined component does not contain).
-    shutil.copytree(es5 / "input" / "tex" / "extensions",
-                    dest / "input" / "tex" / "extensions")
+    shutil.copytree(
+        es5 / "input" / "tex" / "extensions", dest / "input" / "tex" / "extensions"
+    )
 
 
 def _drop_thebe(app) -> None:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,15 +41,28 @@ def time_launchers(repeat: int) -> list[tuple[str, float, str]]:
         start = time.perf_counter()
         for _ in range(repeat):
             assert _launch(trivial, 2, "gloo", 60.0, method, {}) == [0, 1]
-        label = "cl.dist.launch (fork, the default on CPU)" if method == "fork" \
+        label = (
+            "cl.dist.launch (fork, the default on CPU)"
+            if method == "fork"
             else "cl.dist.launch forced to spawn"
-        rows.append((f"trivial 2-rank job: {label}",
-                     (time.perf_counter() - start) / repeat, "< 1 s" if method == "fork" else ""))
+        )
+        rows.append(
+            (
+                f"trivial 2-rank job: {label}",
+                (time.perf_counter() - start) / repeat,
+                "< 1 s" if method == "fork" else "",
+            )
+        )
     start = time.perf_counter()
     for _ in range(max(1, repeat // 2)):
         cl.dist.run_torchrun("clusterlab.dist.hello", 2, timeout=120)
-    rows.append(("trivial 2-rank job: torchrun --standalone",
-                 (time.perf_counter() - start) / max(1, repeat // 2), ""))
+    rows.append(
+        (
+            "trivial 2-rank job: torchrun --standalone",
+            (time.perf_counter() - start) / max(1, repeat // 2),
+            "",
+        )
+    )
     return rows
 
 
@@ -58,8 +71,12 @@ def time_lab(path: Path) -> float:
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start
@@ -68,9 +85,21 @@ def time_lab(path: Path) -> float:
 def time_book_build() -> float:
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", ".",
-                        "-W", "-n", "--keep-going", "--path-output", out],
-                       cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "jupyter-book"),
+                "build",
+                ".",
+                "-W",
+                "-n",
+                "--keep-going",
+                "--path-output",
+                out,
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         return time.perf_counter() - start
 
 
@@ -88,26 +117,35 @@ def main() -> int:
         labs = [p for p in labs if p.name[:2] in args.labs]
     for lab in labs:
         print(f"running {lab.name} ...", file=sys.stderr, flush=True)
-        rows.append((f"lab {lab.stem} (SMOKE)", time_lab(lab), f"< {LAB_BUDGET_S:.0f} s"))
+        rows.append(
+            (f"lab {lab.stem} (SMOKE)", time_lab(lab), f"< {LAB_BUDGET_S:.0f} s")
+        )
     if not args.skip_book:
         print("building the book from clean ...", file=sys.stderr, flush=True)
-        rows.append(("clean book build", time_book_build(), f"< {BUILD_BUDGET_S:.0f} s"))
+        rows.append(
+            ("clean book build", time_book_build(), f"< {BUILD_BUDGET_S:.0f} s")
+        )
 
     lines = ["| what | seconds | budget |", "|---|---:|---|"]
     lines += [f"| {what} | {secs:.2f} | {budget} |" for what, secs, budget in rows]
     import torch
 
-    machine = (f"{platform.platform()}, Python {platform.python_version()}, torch "
-               f"{torch.__version__}, {os.cpu_count()} CPU cores, "
-               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+    machine = (
+        f"{platform.platform()}, Python {platform.python_version()}, torch "
+        f"{torch.__version__}, {os.cpu_count()} CPU cores, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
     table = "\n".join(lines)
     print(table)
     out = ROOT / "bench" / "results" / "benchmark.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(f"# Benchmark\n\nMeasured on {machine}.\n\n{table}\n")
     print(f"\nwritten to {out.relative_to(ROOT)}", file=sys.stderr)
-    over = [what for what, secs, budget in rows
-            if budget.startswith("< ") and secs > float(budget.split()[1])]
+    over = [
+        what
+        for what, secs, budget in rows
+        if budget.startswith("< ") and secs > float(budget.split()[1])
+    ]
     if over:
         print(f"over budget: {over}", file=sys.stderr)
     return 1 if over else 0

@@ -7,21 +7,28 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, jupyter_book
+
+from book_helpers import ROOT, jupyter_book
 
 pytestmark = pytest.mark.book
 
 
 def test_the_book_builds_with_warnings_as_errors(built_site):
-    for page in ["intro.html", "book/paradigm/properties.html",
-                 "labs/01_message_passing.html", "book/appendix/claims_ledger.html"]:
+    for page in [
+        "intro.html",
+        "book/paradigm/properties.html",
+        "labs/01_message_passing.html",
+        "book/appendix/claims_ledger.html",
+    ]:
         assert (built_site / page).exists(), page
 
 
 def test_every_page_is_executed_and_no_output_is_an_error(built_site):
     lab = (built_site / "labs" / "01_message_passing.html").read_text()
     assert "cl-vis-" in lab, "the lab's charts were not rendered for the book"
-    assert "Traceback" not in lab and "NotImplementedError" not in lab
+    assert "Traceback (most recent call last)" not in lab
+    # The exercise stub ran and its check said so, instead of failing the page.
+    assert "not attempted: reduce_then_broadcast" in lab
 
 
 def _tiny_book(tmp_path: Path, cell_source: str, extra_md: str = "") -> Path:
@@ -33,13 +40,22 @@ def _tiny_book(tmp_path: Path, cell_source: str, extra_md: str = "") -> Path:
     (book / "_config.yml").write_text(yaml.safe_dump(config))
     shutil.copytree(ROOT / "_ext", book / "_ext")
     shutil.copy(ROOT / "references.bib", book / "references.bib")
-    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: page\n")
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: page\n"
+    )
     (book / "intro.md").write_text(f"# Tiny\n\nA page.\n{extra_md}\n")
     nb = nbformat.v4.new_notebook()
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                  "language": "python"}}
-    nb.cells = [nbformat.v4.new_markdown_cell("# Page"),
-                nbformat.v4.new_code_cell(cell_source)]
+    nb.metadata = {
+        "kernelspec": {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+    }
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Page"),
+        nbformat.v4.new_code_cell(cell_source),
+    ]
     nbformat.write(nb, book / "page.ipynb")
     return book
 

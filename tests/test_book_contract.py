@@ -6,7 +6,8 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT
+
+from book_helpers import ROOT
 
 LABS = sorted(p for p in (ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 TEMPLATE = ROOT / "labs" / "_template.ipynb"
@@ -73,8 +74,9 @@ def test_every_lab_has_a_colab_link_built_from_the_config(lab):
     repo = _config()["repository"]
     colab = _config()["launch_buttons"]["colab_url"]
     owner_repo = repo["url"].removeprefix("https://github.com/")
-    path = "/".join(p for p in (repo.get("path_to_book", "").strip("/"),
-                                f"labs/{lab.name}") if p)
+    path = "/".join(
+        p for p in (repo.get("path_to_book", "").strip("/"), f"labs/{lab.name}") if p
+    )
     url = f"{colab}/github/{owner_repo}/blob/{repo['branch']}/{path}"
     title = nbformat.read(lab, as_version=4).cells[0]
     assert title.cell_type == "markdown" and url in title.source

@@ -28,15 +28,22 @@ PAGES = [
     "book/appendix/bibliography.html",
 ]
 CHART = ".clusterlab-chart"
-INSTALL_HINT = ("the site test needs Chromium: on Debian or Ubuntu run "
-                "'sudo apt-get install chromium', or set CHROMIUM_PATH to a Chrome/Chromium binary")
+INSTALL_HINT = (
+    "the site test needs Chromium: on Debian or Ubuntu run "
+    "'sudo apt-get install chromium', or set CHROMIUM_PATH to a Chrome/Chromium binary"
+)
 
 
 def _chromium_path():
     explicit = os.environ.get("CHROMIUM_PATH")
     if explicit:
         return explicit
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+    for name in (
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ):
         found = shutil.which(name)
         if found:
             return found
@@ -54,10 +61,19 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=path, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--allow-file-access-from-files"])
+        browser = pw.chromium.launch(
+            executable_path=path,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--allow-file-access-from-files",
+            ],
+        )
         yield browser
         browser.close()
 
@@ -96,7 +112,9 @@ class Visit:
                 r.abort()
 
         self.context.route("**/*", route)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on(
+            "console", lambda m: m.type == "error" and self.errors.append(m.text)
+        )
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def open(self, url: str):
@@ -108,8 +126,9 @@ class Visit:
         charts = self.page.locator(CHART)
         n = charts.count()
         for i in range(n):
-            charts.nth(i).locator("svg, canvas").first.wait_for(state="attached",
-                                                                 timeout=15_000)
+            charts.nth(i).locator("svg, canvas").first.wait_for(
+                state="attached", timeout=15_000
+            )
         return n
 
     def screenshot(self, name: str):
@@ -145,7 +164,9 @@ def test_each_page_loads_offline_with_no_error(visit, server, page):
     assert v.errors == [], f"console errors: {v.errors}"
     if page.startswith("labs/"):
         assert drawn >= 5, f"only {drawn} charts drawn in {page}"
-    assert v.page.locator(".jupyter-widgets, .widget-area").count() == 0, "a dead widget"
+    assert v.page.locator(".jupyter-widgets, .widget-area").count() == 0, (
+        "a dead widget"
+    )
 
 
 def test_math_is_typeset_from_the_site_itself(visit, server):
@@ -164,16 +185,21 @@ def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
     page = v.open(server + "labs/01_message_passing.html")
     v.charts_drawn()
     charts = page.locator(CHART)
-    index = next(i for i in range(charts.count())
-                 if charts.nth(i).locator("input[type=range]").count() == 2)
+    index = next(
+        i
+        for i in range(charts.count())
+        if charts.nth(i).locator("input[type=range]").count() == 2
+    )
     before = _svg_of(page, index)
     slider = charts.nth(index).locator("input[type=range]").first
     slider.evaluate("""el => { el.value = Number(el.min) + 0.5;
-                               el.dispatchEvent(new Event('input', {bubbles: true})); }""")
+        el.dispatchEvent(new Event('input', {bubbles: true})); }""")
     page.wait_for_timeout(500)
     charts.nth(index).scroll_into_view_if_needed()
     v.screenshot("lab01_slider_moved.png")
-    assert _svg_of(page, index) != before, "moving the α slider did not redraw the chart"
+    assert _svg_of(page, index) != before, (
+        "moving the α slider did not redraw the chart"
+    )
     assert v.errors == []
 
 
@@ -182,8 +208,11 @@ def test_the_world_size_radio_changes_the_chart(visit, server):
     page = v.open(server + "labs/01_message_passing.html")
     v.charts_drawn()
     charts = page.locator(CHART)
-    index = next(i for i in range(charts.count())
-                 if charts.nth(i).locator("input[type=radio]").count() >= 2)
+    index = next(
+        i
+        for i in range(charts.count())
+        if charts.nth(i).locator("input[type=radio]").count() >= 2
+    )
     before = _svg_of(page, index)
     charts.nth(index).locator("input[type=radio]").last.check()
     page.wait_for_timeout(500)

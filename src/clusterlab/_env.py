@@ -29,7 +29,8 @@ def is_smoke() -> bool:
     if raw in _FALSE:
         return False
     raise ValueError(
-        f"CLUSTERLAB_SMOKE={raw!r} is not understood: use 1 (SMOKE, default) or 0 (FULL)"
+        f"CLUSTERLAB_SMOKE={raw!r} is not understood: "
+        "use 1 (SMOKE, the default) or 0 (FULL)"
     )
 
 

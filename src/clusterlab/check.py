@@ -21,8 +21,10 @@ CHECK_TIMEOUT_S = 10.0
 
 
 def _not_attempted(name: str) -> bool:
-    print(f"not attempted: {name} still raises NotImplementedError; "
-          "write it, then run this cell again")
+    print(
+        f"not attempted: {name} still raises NotImplementedError; "
+        "write it, then run this cell again"
+    )
     return False
 
 
@@ -49,11 +51,20 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
         raise ValueError(f"fn={fn!r} must be your function reduce_then_broadcast")
     for n in world_sizes:
         try:
-            results = launch(_rtb_worker, n, backend="gloo", timeout=CHECK_TIMEOUT_S,
-                             answer=fn, seed=1234)
+            results = launch(
+                _rtb_worker,
+                n,
+                backend="gloo",
+                timeout=CHECK_TIMEOUT_S,
+                answer=fn,
+                seed=1234,
+            )
         except LaunchError as err:
-            if all(r.error.startswith("NotImplementedError") for r in err.reports
-                   if r.status == "error") and any(r.status == "error" for r in err.reports):
+            if all(
+                r.error.startswith("NotImplementedError")
+                for r in err.reports
+                if r.status == "error"
+            ) and any(r.status == "error" for r in err.reports):
                 return _not_attempted(name)
             first = err.reports[err.failed_ranks[0]].summary()
             raise AssertionError(
@@ -67,13 +78,17 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
             if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
                 raise AssertionError(
                     f"{name} on {n} ranks: rank {rank} returned {got!r}; return a "
-                    f"tensor shaped like the input, {tuple(expected.shape)}")
+                    f"tensor shaped like the input, {tuple(expected.shape)}"
+                )
             if not torch.allclose(got, expected):
-                hint = ("it still holds its own values: did rank 0 send the total "
-                        "back?" if torch.allclose(got, r["mine"]) else
-                        "check that rank 0 adds every other rank's tensor exactly once")
+                hint = (
+                    "it still holds its own values: did rank 0 send the total back?"
+                    if torch.allclose(got, r["mine"])
+                    else "check that rank 0 adds every other rank's tensor exactly once"
+                )
                 raise AssertionError(
                     f"{name} on {n} ranks: rank {rank} returned {_short(got)} but "
-                    f"the sum over ranks is {_short(expected)}; {hint}")
+                    f"the sum over ranks is {_short(expected)}; {hint}"
+                )
     sizes = ", ".join(str(n) for n in world_sizes)
     return _passed(name, f"every rank holds the sum on {sizes} ranks")

@@ -9,7 +9,9 @@ import torch
 import torch.distributed as dist
 
 
-def reduce_then_broadcast(tensor: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
+def reduce_then_broadcast(
+    tensor: torch.Tensor, rank: int, world_size: int
+) -> torch.Tensor:
     """Lab 01: sum every rank's tensor with send/recv only, and give every rank the sum.
 
     Rank 0 receives from each other rank in turn and adds (the reduce), then sends

@@ -57,8 +57,12 @@ def test_fit_rejects_bad_input_with_a_named_argument(sizes, times, needle):
 
 @pytest.mark.parametrize(
     ("args", "needle"),
-    [((-1, 0.0, 1.0), "nbytes"), ((1, -1.0, 1.0), "alpha_s=-1.0"),
-     ((1, 0.0, 0.0), "beta_Bps=0.0"), ((1, 0.0, "x"), "beta_Bps='x'")],
+    [
+        ((-1, 0.0, 1.0), "nbytes"),
+        ((1, -1.0, 1.0), "alpha_s=-1.0"),
+        ((1, 0.0, 0.0), "beta_Bps=0.0"),
+        ((1, 0.0, "x"), "beta_Bps='x'"),
+    ],
 )
 def test_model_rejects_bad_input(args, needle):
     with pytest.raises(ValueError, match=needle):

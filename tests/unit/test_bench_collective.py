@@ -7,8 +7,14 @@ import clusterlab as cl
 
 @pytest.mark.parametrize(
     ("op", "n", "factor"),
-    [("all_reduce", 2, 1.0), ("all_reduce", 4, 1.5), ("all_reduce", 8, 1.75),
-     ("all_gather", 4, 0.75), ("reduce_scatter", 8, 0.875), ("broadcast", 8, 1.0)],
+    [
+        ("all_reduce", 2, 1.0),
+        ("all_reduce", 4, 1.5),
+        ("all_reduce", 8, 1.75),
+        ("all_gather", 4, 0.75),
+        ("reduce_scatter", 8, 0.875),
+        ("broadcast", 8, 1.0),
+    ],
 )
 def test_busbw_factors_follow_nccl_tests(op, n, factor):
     assert cl.perf.busbw_factor(op, n) == pytest.approx(factor)
@@ -23,7 +29,10 @@ def test_busbw_factors_follow_nccl_tests(op, n, factor):
         ({"sizes": [1.5]}, "sizes[0]=1.5 must be an integer"),
         ({"sizes": []}, "sizes=[] must hold at least one"),
         ({"world_size": 0}, "world_size=0"),
-        ({"op": "ping_pong", "world_size": 3}, "world_size=3 is not allowed for op='ping_pong'"),
+        (
+            {"op": "ping_pong", "world_size": 3},
+            "world_size=3 is not allowed for op='ping_pong'",
+        ),
         ({"iters": 0}, "iters=0"),
         ({"warmup": -1}, "warmup=-1"),
         ({"backend": "mpi"}, "backend='mpi'"),
@@ -37,11 +46,20 @@ def test_bad_arguments_are_named(kwargs, needle):
 
 
 @pytest.mark.dist
-@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast"])
+@pytest.mark.parametrize(
+    "op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+)
 def test_every_op_measures_on_gloo(op):
     df = cl.perf.bench_collective(op, [64, 2**16], world_size=3, iters=5, warmup=1)
-    assert list(df.columns[:7]) == ["op", "size_bytes", "world_size", "backend",
-                                    "time_s", "algbw_Bps", "busbw_Bps"]
+    assert list(df.columns[:7]) == [
+        "op",
+        "size_bytes",
+        "world_size",
+        "backend",
+        "time_s",
+        "algbw_Bps",
+        "busbw_Bps",
+    ]
     assert (df["time_s"] > 0).all() and (df["backend"] == "gloo").all()
     assert (df["size_bytes"] % (4 * 3) == 0).all() or op in ("all_reduce", "broadcast")
     ratio = df["busbw_Bps"] / df["algbw_Bps"]
@@ -74,8 +92,9 @@ def test_bench_agrees_with_a_plain_timing_loop():
             for _ in range(20):
                 dist.all_reduce(x)
             best_plain = min(best_plain, (time.perf_counter() - t0) / 20)
-            out = _bench_worker(rank, world_size, op="all_reduce", sizes=[2**20],
-                                iters=20, warmup=3)
+            out = _bench_worker(
+                rank, world_size, op="all_reduce", sizes=[2**20], iters=20, warmup=3
+            )
             best_bench = min(best_bench, out["time_s"][0])
         return best_plain, best_bench
 

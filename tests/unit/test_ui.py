@@ -12,13 +12,15 @@ def test_show_sends_the_widget_and_its_static_twin_in_one_bundle(monkeypatch):
     import ipywidgets as w
 
     shown = []
-    monkeypatch.setattr(IPython.display, "display",
-                        lambda obj, raw=False: shown.append((obj, raw)))
-    df = pd.DataFrame({"size_bytes": [4, 1024], "time_s": [1e-5, 2e-5],
-                       "world_size": [2, 2]})
+    monkeypatch.setattr(
+        IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw))
+    )
+    df = pd.DataFrame(
+        {"size_bytes": [4, 1024], "time_s": [1e-5, 2e-5], "world_size": [2, 2]}
+    )
     slider = w.IntSlider()
     cl.ui.show(slider, cl.viz.world_size_chart(df))
-    (bundle, raw), = shown
+    ((bundle, raw),) = shown
     assert raw
     assert bundle[WIDGET_VIEW]["model_id"] == slider.model_id
     assert cl.ui.LIVE_NOTE in bundle["text/html"]
@@ -31,8 +33,9 @@ def test_show_refuses_something_that_is_not_a_widget():
 
 
 def test_the_lab01_widget_is_built_from_defaults():
-    df = pd.DataFrame({"size_bytes": [4, 1024], "time_s": [1e-5, 2e-5],
-                       "world_size": [2, 2]})
+    df = pd.DataFrame(
+        {"size_bytes": [4, 1024], "time_s": [1e-5, 2e-5], "world_size": [2, 2]}
+    )
     box = cl.ui.message_size_explorer(df)
     assert len(box.children) == 3
     with pytest.raises(ValueError, match="max_world_size=9"):

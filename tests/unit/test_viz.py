@@ -16,8 +16,16 @@ def measured():
     for n in (2, 3):
         for s in sizes:
             t = 2e-5 * n + s / 2e9
-            rows.append({"op": "all_reduce", "size_bytes": s, "world_size": n,
-                         "time_s": t, "algbw_Bps": s / t, "busbw_Bps": s / t})
+            rows.append(
+                {
+                    "op": "all_reduce",
+                    "size_bytes": s,
+                    "world_size": n,
+                    "time_s": t,
+                    "algbw_Bps": s / t,
+                    "busbw_Bps": s / t,
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -50,9 +50,15 @@ def default_iters(size_bytes: int) -> tuple[int, int]:
     return iters, max(2, iters // 5)
 
 
-def bench_collective(op: str, sizes, world_size: int, backend: str = "auto",
-                     iters: int | None = None, warmup: int | None = None,
-                     timeout: float = 120.0) -> pd.DataFrame:
+def bench_collective(
+    op: str,
+    sizes,
+    world_size: int,
+    backend: str = "auto",
+    iters: int | None = None,
+    warmup: int | None = None,
+    timeout: float = 120.0,
+) -> pd.DataFrame:
     """Time ``op`` for each message size on a real process group.
 
     Args:
@@ -75,32 +81,50 @@ def bench_collective(op: str, sizes, world_size: int, backend: str = "auto",
     check_choice("op", op, OPS)
     check_int("world_size", world_size, 1, MAX_WORLD_SIZE)
     if op == "ping_pong" and world_size != 2:
-        raise ValueError(f"world_size={world_size} is not allowed for op='ping_pong': "
-                         "a ping-pong runs between exactly 2 ranks")
+        raise ValueError(
+            f"world_size={world_size} is not allowed for op='ping_pong': "
+            "a ping-pong runs between exactly 2 ranks"
+        )
     try:
         raw = np.atleast_1d(np.asarray(sizes)).tolist()
     except (TypeError, ValueError):
         raise ValueError(f"sizes={sizes!r} must be a sequence of byte counts") from None
     if not raw:
         raise ValueError("sizes=[] must hold at least one message size in bytes")
-    sizes = [check_int(f"sizes[{i}]", s, _ELEMENT_BYTES, MAX_BYTES)
-             for i, s in enumerate(raw)]
+    sizes = [
+        check_int(f"sizes[{i}]", s, _ELEMENT_BYTES, MAX_BYTES)
+        for i, s in enumerate(raw)
+    ]
     if iters is not None:
         check_int("iters", iters, 1, 10_000)
     if warmup is not None:
         check_int("warmup", warmup, 0, 1_000)
-    per_rank = launch(_bench_worker, world_size, backend=backend, timeout=timeout,
-                      op=op, sizes=sizes, iters=iters, warmup=warmup)
+    per_rank = launch(
+        _bench_worker,
+        world_size,
+        backend=backend,
+        timeout=timeout,
+        op=op,
+        sizes=sizes,
+        iters=iters,
+        warmup=warmup,
+    )
     rows = []
     for i, size_bytes in enumerate(per_rank[0]["size_bytes"]):
         time_s = max(r["time_s"][i] for r in per_rank)
         algbw = size_bytes / time_s
-        rows.append({
-            "op": op, "size_bytes": size_bytes, "world_size": world_size,
-            "backend": per_rank[0]["backend"], "time_s": time_s,
-            "algbw_Bps": algbw, "busbw_Bps": algbw * busbw_factor(op, world_size),
-            "iters": per_rank[0]["iters"][i],
-        })
+        rows.append(
+            {
+                "op": op,
+                "size_bytes": size_bytes,
+                "world_size": world_size,
+                "backend": per_rank[0]["backend"],
+                "time_s": time_s,
+                "algbw_Bps": algbw,
+                "busbw_Bps": algbw * busbw_factor(op, world_size),
+                "iters": per_rank[0]["iters"][i],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -117,8 +141,11 @@ def _bench_worker(rank, world_size, *, op, sizes, iters, warmup):
     import torch.distributed as dist
 
     backend = dist.get_backend()
-    device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" \
+    device = (
+        torch.device("cuda", torch.cuda.current_device())
+        if backend == "nccl"
         else torch.device("cpu")
+    )
     out = {"backend": backend, "size_bytes": [], "time_s": [], "iters": []}
     for size_bytes in sizes:
         count = _elements(op, size_bytes, world_size)

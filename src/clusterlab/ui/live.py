@@ -11,8 +11,10 @@ from ..perf.collectives import bench_collective
 from ..viz.messages import world_size_chart
 from ..viz.theme import chart_html
 
-LIVE_NOTE = ("Run this lab on Colab or Jupyter to use the live control; below is "
-             "the chart of its default settings.")
+LIVE_NOTE = (
+    "Run this lab on Colab or Jupyter to use the live control; below is "
+    "the chart of its default settings."
+)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -30,8 +32,10 @@ def show(widget, static_chart, note: str = LIVE_NOTE) -> None:
         raise ValueError(f"widget={widget!r} is not an ipywidgets widget")
     bundle = {
         WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": model_id},
-        "text/html": (f'<div class="clusterlab-static-twin"><p><em>'
-                      f"{html.escape(note)}</em></p>{chart_html(static_chart)}</div>"),
+        "text/html": (
+            f'<div class="clusterlab-static-twin"><p><em>'
+            f"{html.escape(note)}</em></p>{chart_html(static_chart)}</div>"
+        ),
         "text/plain": f"{note} (live widget: {type(widget).__name__})",
     }
     display(bundle, raw=True)
@@ -65,13 +69,15 @@ def message_size_explorer(defaults: pd.DataFrame, *, max_world_size: int = 4):
 
     def measure(_):
         run.disabled = True
-        status.value = f"measuring {2 ** log2.value:,} bytes on {ranks.value} ranks..."
+        status.value = f"measuring {2**log2.value:,} bytes on {ranks.value} ranks..."
         try:
-            row = bench_collective("all_reduce", [2 ** log2.value], ranks.value)
+            row = bench_collective("all_reduce", [2**log2.value], ranks.value)
             state["df"] = pd.concat([state["df"], row], ignore_index=True)
             t = row["time_s"].iloc[0]
-            status.value = (f"{row['size_bytes'].iloc[0]:,} bytes on {ranks.value} "
-                            f"ranks: {t * 1e6:,.0f} µs per all-reduce")
+            status.value = (
+                f"{row['size_bytes'].iloc[0]:,} bytes on {ranks.value} "
+                f"ranks: {t * 1e6:,.0f} µs per all-reduce"
+            )
             redraw()
         except Exception as exc:  # show the error in the widget, keep it usable
             status.value = f"<b>failed:</b> {html.escape(str(exc).splitlines()[0])}"

@@ -19,8 +19,16 @@ import uuid
 import altair as alt
 
 #: Okabe & Ito (2008), "Color Universal Design": safe for colour-blind readers.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9",
-           "#F0E442", "#000000"]
+PALETTE = [
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+]
 THEME = "clusterlab"
 BOOK_RENDERER = "clusterlab_book"
 BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
@@ -32,8 +40,12 @@ def _theme() -> dict:
             "range": {"category": PALETTE},
             "view": {"continuousWidth": 520, "continuousHeight": 300, "stroke": None},
             "title": {"fontSize": 15, "anchor": "start", "subtitleColor": "#444"},
-            "axis": {"labelFontSize": 12, "titleFontSize": 13, "grid": True,
-                     "gridColor": "#e6e6e6"},
+            "axis": {
+                "labelFontSize": 12,
+                "titleFontSize": 13,
+                "grid": True,
+                "gridColor": "#e6e6e6",
+            },
             "legend": {"labelFontSize": 12, "titleFontSize": 12},
             "line": {"strokeWidth": 2.5},
             "point": {"size": 60, "filled": True},
