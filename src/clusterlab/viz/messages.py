@@ -205,7 +205,7 @@ def world_size_chart(
         .encode(
             x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS),
             y=alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS),
-            color=alt.Color("world_size:O", title="world size (ranks)"),
+            color=alt.Color("world_size:N", title="world size (ranks)"),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
             tooltip=[
                 "world_size",
