@@ -35,6 +35,7 @@ def test_busbw_factors_follow_nccl_tests(op, n, factor):
         ),
         ({"iters": 0}, "iters=0"),
         ({"warmup": -1}, "warmup=-1"),
+        ({"repeats": 0}, "repeats=0"),
         ({"backend": "mpi"}, "backend='mpi'"),
     ],
 )
