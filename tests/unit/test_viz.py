@@ -85,3 +85,24 @@ def test_model_curve_spans_the_measured_sizes():
     assert curve["size_bytes"].iloc[0] == pytest.approx(4)
     assert curve["size_bytes"].iloc[-1] == pytest.approx(2**20)
     assert curve["time_s"].is_monotonic_increasing
+
+
+def test_offline_html_carries_the_bundle_without_breaking_it():
+    bundle = "var r = /</g; var s = '</script>'; window.vegaEmbed = function () {};"
+    out = book_html({"mark": "point"}, bundle=bundle)
+    assert "var r = /</g;" in out  # a regular expression must survive intact
+    assert "</script>'" not in out and "<\\/script>'" in out
+    assert out.count("</script>") == 1  # only the element's own end tag
+
+
+def test_the_renderer_follows_where_charts_are_shown(monkeypatch):
+    import altair as alt
+
+    from clusterlab.viz.theme import BOOK_BUILD_ENV, choose_renderer
+
+    monkeypatch.setenv(BOOK_BUILD_ENV, "1")
+    assert choose_renderer() == "clusterlab_book"
+    monkeypatch.delenv(BOOK_BUILD_ENV)
+    assert choose_renderer() == "clusterlab_offline"  # vl-convert is installed here
+    html = cl.viz.chart_html(alt.Chart(pd.DataFrame({"x": [1]})).mark_point())
+    assert "cdn.jsdelivr" not in html and "window.vegaEmbed" in html

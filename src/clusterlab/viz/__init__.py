@@ -7,7 +7,7 @@ from .messages import (
     model_curve,
     world_size_chart,
 )
-from .theme import PALETTE, book_html, chart_html, use_book_renderer_if_building
+from .theme import PALETTE, book_html, chart_html, choose_renderer
 
 __all__ = [
     "PALETTE",
@@ -15,8 +15,8 @@ __all__ = [
     "bandwidth_chart",
     "book_html",
     "chart_html",
+    "choose_renderer",
     "message_time_chart",
     "model_curve",
-    "use_book_renderer_if_building",
     "world_size_chart",
 ]

@@ -190,8 +190,12 @@ def alpha_beta_explorer(
 
 def world_size_chart(
     df: pd.DataFrame, title: str = "All-reduce time for each world size"
-) -> alt.Chart:
-    """Measured times by world size; a radio button in the page picks one to stress."""
+) -> alt.LayerChart:
+    """Measured times by world size; a radio button in the page picks one to stress.
+
+    Points are single measurements; the line joins each size's median, so a
+    size measured twice (say, once more from the live widget) stays one line.
+    """
     _check_columns(df, ["size_bytes", "time_s", "world_size"])
     sizes = sorted(int(w) for w in df["world_size"].unique())
     pick = alt.selection_point(
@@ -199,20 +203,25 @@ def world_size_chart(
         value=sizes[0],
         bind=alt.binding_radio(options=sizes, name="world size "),
     )
-    return (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS),
-            y=alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS),
-            color=alt.Color("world_size:N", title="world size (ranks)"),
-            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
-            tooltip=[
-                "world_size",
-                alt.Tooltip("size_bytes:Q", format=","),
-                alt.Tooltip("time_s:Q", format=".3e"),
-            ],
-        )
-        .add_params(pick)
-        .properties(title=title)
+    x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
+    color = alt.Color("world_size:N", title="world size (ranks)")
+    opacity = alt.condition(pick, alt.value(1.0), alt.value(0.15))
+    base = alt.Chart(df)
+    line = base.mark_line().encode(
+        x=x,
+        y=alt.Y("median(time_s):Q", scale=alt.Scale(type="log"), title=TIME_AXIS),
+        color=color,
+        opacity=opacity,
     )
+    points = base.mark_point().encode(
+        x=x,
+        y=alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS),
+        color=color,
+        opacity=opacity,
+        tooltip=[
+            "world_size",
+            alt.Tooltip("size_bytes:Q", format=","),
+            alt.Tooltip("time_s:Q", format=".3e"),
+        ],
+    )
+    return alt.layer(line, points.add_params(pick)).properties(title=title)

@@ -3,17 +3,26 @@
 The theme uses the Okabe–Ito palette (distinguishable with the common forms of
 colour blindness), titles on every chart and units on every axis title.
 
-In Jupyter and Colab, Altair's own renderer draws the charts. While the book is
-being built, the build sets ``CLUSTERLAB_BOOK_BUILD=1`` and charts are written as
-a ``<div>`` plus a call to the ``vegaEmbed`` function that the site serves
-from its own ``_static`` folder: no page fetches a script from the network.
+Where the JavaScript that draws a chart comes from depends on where it is shown:
+
+* while the book is being built (the build sets ``CLUSTERLAB_BOOK_BUILD=1``), a
+  chart is a ``<div>`` plus a call to the ``vegaEmbed`` function that the site
+  serves from its own ``_static`` folder: no page fetches a script;
+* in local Jupyter (JupyterLab, Notebook, VS Code), where a workshop may have no
+  network, the chart carries the Vega bundle of ``vl-convert-python`` with it
+  the first time a page needs it, so it draws offline;
+* on Colab, or where ``vl-convert-python`` is not installed, Altair's own
+  renderer draws it (loading Vega from a CDN).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
+import re
+import sys
 import uuid
 
 import altair as alt
@@ -31,6 +40,7 @@ PALETTE = [
 ]
 THEME = "clusterlab"
 BOOK_RENDERER = "clusterlab_book"
+OFFLINE_RENDERER = "clusterlab_offline"
 BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
 
 
@@ -62,8 +72,21 @@ def _register_theme() -> None:
         alt.themes.enable(THEME)
 
 
-def book_html(spec: dict) -> str:
-    """HTML that draws ``spec`` with the site's own ``vegaEmbed`` (no network)."""
+@functools.lru_cache(maxsize=1)
+def _vega_bundle() -> str:
+    import vl_convert
+
+    return vl_convert.javascript_bundle()
+
+
+def book_html(spec: dict, *, bundle: str | None = None) -> str:
+    """HTML that draws ``spec`` with a local ``vegaEmbed`` (no network).
+
+    Args:
+        spec: a Vega-Lite specification (``chart.to_dict()``).
+        bundle: JavaScript defining ``vegaEmbed``, run first if the page lacks it;
+            ``None`` relies on the page (the book serves it from ``_static``).
+    """
     div_id = f"cl-vis-{uuid.uuid4().hex[:12]}"
     title = spec.get("title", "chart")
     if isinstance(title, dict):
@@ -71,13 +94,25 @@ def book_html(spec: dict) -> str:
     if isinstance(title, list):
         title = " ".join(title)
     payload = json.dumps(spec).replace("</", "<\\/")
+    loader = ""
+    if bundle:
+        # Wrapped in a function so that its top-level names stay private; it
+        # publishes window.vegaEmbed itself. Only "</script" could end the
+        # element early; "</" elsewhere may sit in a regular expression.
+        safe = re.sub(r"</(script)", r"<\\/\1", bundle, flags=re.IGNORECASE)
+        loader = (
+            '  if (typeof vegaEmbed !== "function") {\n'
+            f'    (function () {{ "use strict";\n{safe}\n    }})();\n  }}\n'
+        )
+    missing = "This chart needs Vega, which this page has not loaded."
     return (
         f'<div id="{div_id}" class="clusterlab-chart" role="figure" '
         f'aria-label="{html.escape(str(title))}"></div>\n'
         "<script>(function () {\n"
         f'  var el = document.getElementById("{div_id}");\n'
+        f"{loader}"
         '  if (typeof vegaEmbed !== "function") {\n'
-        '    el.textContent = "This chart needs the book\'s bundled Vega scripts.";\n'
+        f'    el.textContent = "{missing}";\n'
         "    return;\n  }\n"
         f'  vegaEmbed(el, {payload}, {{"actions": false, "renderer": "svg"}})\n'
         '    .catch(function (err) { el.textContent = "Chart failed: " + err; '
@@ -90,13 +125,32 @@ def _book_renderer(spec: dict, **metadata) -> dict:
     return {"text/html": book_html(spec)}
 
 
-def use_book_renderer_if_building() -> bool:
-    """Switch Altair to the offline book renderer when the book is being built."""
+def _offline_renderer(spec: dict, **metadata) -> dict:
+    return {"text/html": book_html(spec, bundle=_vega_bundle())}
+
+
+def choose_renderer() -> str:
+    """Pick and enable the Altair renderer for where the charts are shown.
+
+    Returns:
+        The renderer's name: ``clusterlab_book``, ``clusterlab_offline`` or
+        Altair's ``default``.
+    """
     alt.renderers.register(BOOK_RENDERER, _book_renderer)
+    alt.renderers.register(OFFLINE_RENDERER, _offline_renderer)
     if os.environ.get(BOOK_BUILD_ENV) == "1":
-        alt.renderers.enable(BOOK_RENDERER)
-        return True
-    return False
+        name = BOOK_RENDERER
+    elif "google.colab" in sys.modules:
+        name = "default"
+    else:
+        try:
+            import vl_convert  # noqa: F401
+        except ImportError:
+            name = "default"
+        else:
+            name = OFFLINE_RENDERER
+    alt.renderers.enable(name)
+    return name
 
 
 def chart_html(chart) -> str:
@@ -108,4 +162,4 @@ def chart_html(chart) -> str:
 
 
 _register_theme()
-use_book_renderer_if_building()
+choose_renderer()

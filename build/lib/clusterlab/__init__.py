@@ -1,0 +1,27 @@
+"""clusterlab: the lab kit of *GPU Clusters and Distributed Computing*.
+
+Labs and chapters use it as ``import clusterlab as cl``::
+
+    env = cl.setup(seed=0)                  # seeds, versions, SMOKE or FULL
+    results = cl.dist.launch(worker, 2)     # a real process group, results per rank
+    df = cl.perf.bench_collective("all_reduce", [2**10, 2**20], world_size=2)
+"""
+
+__version__ = "0.1.0"
+
+from . import check, dist, models, perf, solutions, ui, viz  # noqa: E402
+from ._env import Env, is_smoke, setup, size  # noqa: E402
+
+__all__ = [
+    "Env",
+    "check",
+    "dist",
+    "is_smoke",
+    "models",
+    "perf",
+    "setup",
+    "size",
+    "solutions",
+    "ui",
+    "viz",
+]

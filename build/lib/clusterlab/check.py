@@ -1,0 +1,94 @@
+"""Self-checks for the labs' exercises.
+
+Each check takes the reader's function and
+
+* prints ``not attempted`` while it still raises ``NotImplementedError``;
+* prints a tick and what was checked when it is right;
+* raises ``AssertionError`` with a hint when it is wrong.
+
+A check never hangs: distributed answers run under ``cl.dist.launch`` with a
+short timeout, so a deadlock becomes a hint, not a frozen notebook.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .dist.launcher import LaunchError, launch
+
+TICK = "\u2714"
+CHECK_TIMEOUT_S = 10.0
+
+
+def _not_attempted(name: str) -> bool:
+    print(
+        f"not attempted: {name} still raises NotImplementedError; "
+        "write it, then run this cell again"
+    )
+    return False
+
+
+def _passed(name: str, what: str) -> bool:
+    print(f"{TICK} {name}: {what}")
+    return True
+
+
+def _short(t: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in t.tolist()) + "]"
+
+
+def _rtb_worker(rank, world_size, answer, seed):
+    gen = torch.Generator().manual_seed(seed + rank)
+    mine = torch.randn(5, generator=gen, dtype=torch.float64)
+    got = answer(mine.clone(), rank, world_size)
+    return {"mine": mine, "got": got}
+
+
+def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
+    """Check Lab 01's exercise: every rank must end with the sum of all tensors."""
+    name = "reduce_then_broadcast"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function reduce_then_broadcast")
+    for n in world_sizes:
+        try:
+            results = launch(
+                _rtb_worker,
+                n,
+                backend="gloo",
+                timeout=CHECK_TIMEOUT_S,
+                answer=fn,
+                seed=1234,
+            )
+        except LaunchError as err:
+            if all(
+                r.error.startswith("NotImplementedError")
+                for r in err.reports
+                if r.status == "error"
+            ) and any(r.status == "error" for r in err.reports):
+                return _not_attempted(name)
+            first = err.reports[err.failed_ranks[0]].summary()
+            raise AssertionError(
+                f"{name} failed on {n} ranks: {first}. If it ran out of time, look "
+                "for a recv with no matching send (both ranks waiting for each "
+                "other is a deadlock)."
+            ) from None
+        expected = sum(r["mine"] for r in results)
+        for rank, r in enumerate(results):
+            got = r["got"]
+            if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+                raise AssertionError(
+                    f"{name} on {n} ranks: rank {rank} returned {got!r}; return a "
+                    f"tensor shaped like the input, {tuple(expected.shape)}"
+                )
+            if not torch.allclose(got, expected):
+                hint = (
+                    "it still holds its own values: did rank 0 send the total back?"
+                    if torch.allclose(got, r["mine"])
+                    else "check that rank 0 adds every other rank's tensor exactly once"
+                )
+                raise AssertionError(
+                    f"{name} on {n} ranks: rank {rank} returned {_short(got)} but "
+                    f"the sum over ranks is {_short(expected)}; {hint}"
+                )
+    sizes = ", ".join(str(n) for n in world_sizes)
+    return _passed(name, f"every rank holds the sum on {sizes} ranks")

@@ -1,0 +1,16 @@
+"""Real ``torch.distributed`` code: the launcher and the choice of backend."""
+
+from .backend import choose_backend, loopback_interface, visible_gpus
+from .launcher import LaunchError, RankReport, launch
+from .torchrun import run_torchrun, torchrun_command
+
+__all__ = [
+    "LaunchError",
+    "RankReport",
+    "choose_backend",
+    "launch",
+    "loopback_interface",
+    "run_torchrun",
+    "torchrun_command",
+    "visible_gpus",
+]

@@ -1,0 +1,65 @@
+"""Fitting the alpha–beta model to measured message times.
+
+Times span several orders of magnitude (microseconds for small messages,
+hundreds of milliseconds for large ones), so the fit minimises *relative*
+error: an ordinary least-squares fit would let the largest message decide
+everything and leave alpha, the small-message latency, meaningless.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _as_positive_array(name: str, values) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={values!r} must be a sequence of numbers") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    if bad.any():
+        raise ValueError(
+            f"{name} must hold finite values > 0; got {arr[bad][0]!r} at index "
+            f"{int(np.flatnonzero(bad)[0])}"
+        )
+    return arr
+
+
+def fit_alpha_beta(sizes, times) -> tuple[float, float]:
+    """Fit ``time = alpha + size / beta`` to measurements, minimising relative error.
+
+    Args:
+        sizes: message sizes in bytes, each > 0; at least two distinct sizes.
+        times: measured seconds for each size, each > 0, same length as ``sizes``.
+
+    Returns:
+        ``(alpha_s, beta_Bps)``: latency in seconds (>= 0) and bandwidth in bytes/s
+        (> 0; ``inf`` if the times do not grow with size).
+    """
+    s = _as_positive_array("sizes", sizes)
+    t = _as_positive_array("times", times)
+    if len(s) != len(t):
+        raise ValueError(
+            f"sizes and times must have the same length: got {len(s)} and {len(t)}"
+        )
+    if len(np.unique(s)) < 2:
+        raise ValueError(
+            f"sizes must hold at least 2 distinct values to fit two parameters; "
+            f"got {len(np.unique(s))} distinct in {len(s)} points"
+        )
+    # Divide each equation alpha + s*b = t by t: every point then weighs by its
+    # relative error.
+    design = np.column_stack([1.0 / t, s / t])
+    (alpha, inv_beta), *_ = np.linalg.lstsq(design, np.ones_like(t), rcond=None)
+    if alpha < 0:  # latency cannot be negative: refit through the origin
+        alpha = 0.0
+        inv_beta = float(np.sum(s / t) / np.sum((s / t) ** 2))
+    if inv_beta <= 0:  # times do not grow with size: no bandwidth term
+        inv_beta = 0.0
+        alpha = float(np.sum(1.0 / t) / np.sum(1.0 / t**2))
+    beta = math.inf if inv_beta == 0 else 1.0 / inv_beta
+    return float(alpha), float(beta)

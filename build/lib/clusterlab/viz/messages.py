@@ -1,0 +1,218 @@
+"""Charts of message cost: measured times, the alpha–beta model, and bandwidth.
+
+Every builder takes a tidy DataFrame in the columns ``bench_collective`` returns
+(``op, size_bytes, world_size, time_s, algbw_Bps, busbw_Bps``) and returns an
+``alt.Chart``; nothing here measures or prints.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from ..models.collectives import alpha_beta_time
+
+SIZE_AXIS = "message size (bytes, log scale)"
+TIME_AXIS = "time per message (s, log scale)"
+
+
+def _check_columns(df: pd.DataFrame, needed) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
+
+
+def model_curve(
+    alpha_s: float, beta_Bps: float, lo_bytes: float, hi_bytes: float, points: int = 60
+) -> pd.DataFrame:
+    """The alpha–beta model sampled on a log grid of sizes, as a DataFrame."""
+    sizes = np.geomspace(lo_bytes, hi_bytes, points)
+    return pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "time_s": alpha_beta_time(sizes, alpha_s, beta_Bps),
+            "series": "alpha–beta model",
+        }
+    )
+
+
+def message_time_chart(
+    df: pd.DataFrame,
+    *,
+    alpha_s: float | None = None,
+    beta_Bps: float | None = None,
+    color: str = "op",
+    title: str = "Time per message against message size",
+) -> alt.Chart:
+    """Measured times (points, log–log) with the fitted alpha–beta line if given."""
+    _check_columns(df, ["size_bytes", "time_s", color])
+    x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
+    y = alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS)
+    points = (
+        alt.Chart(df)
+        .mark_point()
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(f"{color}:N", title=color.replace("_", " ")),
+            tooltip=[
+                alt.Tooltip("size_bytes:Q", title="bytes", format=","),
+                alt.Tooltip("time_s:Q", title="seconds", format=".3e"),
+                color,
+            ],
+        )
+    )
+    chart = points
+    if alpha_s is not None and beta_Bps is not None:
+        curve = model_curve(
+            alpha_s, beta_Bps, df["size_bytes"].min(), df["size_bytes"].max()
+        )
+        line = (
+            alt.Chart(curve)
+            .mark_line(strokeDash=[6, 3], color="#000")
+            .encode(
+                x=x,
+                y=y,
+                tooltip=[alt.Tooltip("time_s:Q", title="model s", format=".3e")],
+            )
+        )
+        chart = alt.layer(line, points)
+        bw = "∞" if math.isinf(beta_Bps) else f"{beta_Bps / 1e9:.2f} GB/s"
+        title = alt.TitleParams(
+            title,
+            subtitle=f"dashed: alpha–beta fit, α = {alpha_s * 1e6:.1f} µs, β = {bw}",
+        )
+    return chart.properties(title=title)
+
+
+def bandwidth_chart(
+    df: pd.DataFrame,
+    *,
+    column: str = "algbw_Bps",
+    color: str = "op",
+    title: str = "Bandwidth against message size",
+) -> alt.Chart:
+    """Bandwidth in GB/s against size: small messages pay latency, large ones stream."""
+    _check_columns(df, ["size_bytes", column, color])
+    data = df.assign(gbps=df[column] / 1e9)
+    label = "bus bandwidth" if column.startswith("busbw") else "bandwidth"
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS),
+            y=alt.Y("gbps:Q", title=f"{label} (GB/s)"),
+            color=alt.Color(f"{color}:N", title=color.replace("_", " ")),
+            tooltip=[
+                alt.Tooltip("size_bytes:Q", title="bytes", format=","),
+                alt.Tooltip("gbps:Q", title="GB/s", format=".3f"),
+            ],
+        )
+        .properties(title=title)
+    )
+
+
+def alpha_beta_explorer(
+    df: pd.DataFrame,
+    alpha_s: float,
+    beta_Bps: float,
+    title: str = "Move the sliders: can another α and β fit the points better?",
+) -> alt.LayerChart:
+    """Measured points and a model line whose α and β are sliders in the page.
+
+    The sliders are Vega-Lite parameters, so they work in the static book
+    with no Python kernel behind the page.
+    """
+    _check_columns(df, ["size_bytes", "time_s"])
+    lo, hi = float(df["size_bytes"].min()), float(df["size_bytes"].max())
+    log_a = math.log10(max(alpha_s, 1e-7))
+    log_b = math.log10(beta_Bps) if math.isfinite(beta_Bps) else 12.0
+    a = alt.param(
+        name="log_alpha",
+        value=round(log_a, 2),
+        bind=alt.binding_range(min=-7, max=-1, step=0.05, name="log10 α (α in s) "),
+    )
+    b = alt.param(
+        name="log_beta",
+        value=round(log_b, 2),
+        bind=alt.binding_range(
+            min=6, max=12, step=0.05, name="log10 β (β in bytes/s) "
+        ),
+    )
+    t_lo, t_hi = float(df["time_s"].min()) / 10, float(df["time_s"].max()) * 10
+    x = alt.X(
+        "size_bytes:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title=SIZE_AXIS
+    )
+    y = alt.Y(
+        "time_s:Q",
+        scale=alt.Scale(type="log", domain=[t_lo, t_hi], clamp=True),
+        title=TIME_AXIS,
+    )
+    grid = alt.sequence(math.log10(lo), math.log10(hi) + 0.01, 0.02, as_="log_size")
+    line = (
+        alt.Chart(grid)
+        .transform_calculate(
+            size_bytes="pow(10, datum.log_size)",
+            time_s="pow(10, log_alpha) + pow(10, datum.log_size) / pow(10, log_beta)",
+        )
+        .mark_line(color="#000", strokeDash=[6, 3])
+        .encode(x=x, y=y)
+    )
+    points = (
+        alt.Chart(df)
+        .mark_point(color="#0072B2")
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[
+                alt.Tooltip("size_bytes:Q", format=","),
+                alt.Tooltip("time_s:Q", format=".3e"),
+            ],
+        )
+    )
+    return (
+        alt.layer(line, points)
+        .add_params(a, b)
+        .properties(
+            title=alt.TitleParams(
+                title,
+                subtitle="points: measured here; dashed: "
+                "time = α + size / β with the sliders' α and β",
+            )
+        )
+    )
+
+
+def world_size_chart(
+    df: pd.DataFrame, title: str = "All-reduce time for each world size"
+) -> alt.Chart:
+    """Measured times by world size; a radio button in the page picks one to stress."""
+    _check_columns(df, ["size_bytes", "time_s", "world_size"])
+    sizes = sorted(int(w) for w in df["world_size"].unique())
+    pick = alt.selection_point(
+        fields=["world_size"],
+        value=sizes[0],
+        bind=alt.binding_radio(options=sizes, name="world size "),
+    )
+    return (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS),
+            y=alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS),
+            color=alt.Color("world_size:N", title="world size (ranks)"),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.15)),
+            tooltip=[
+                "world_size",
+                alt.Tooltip("size_bytes:Q", format=","),
+                alt.Tooltip("time_s:Q", format=".3e"),
+            ],
+        )
+        .add_params(pick)
+        .properties(title=title)
+    )
