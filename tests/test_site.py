@@ -180,16 +180,21 @@ def _svg_of(page, index: int) -> str:
     return page.locator(CHART).nth(index).locator("svg").first.inner_html()
 
 
-def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
-    v = visit()
+def _lab_chart_with(v, server, inputs: str, at_least: int):
+    """Open Lab 01 and return the page and the index of the chart with those inputs."""
     page = v.open(server + "labs/01_message_passing.html")
     v.charts_drawn()
     charts = page.locator(CHART)
-    index = next(
-        i
-        for i in range(charts.count())
-        if charts.nth(i).locator("input[type=range]").count() == 2
-    )
+    for i in range(charts.count()):
+        if charts.nth(i).locator(inputs).count() >= at_least:
+            return page, i
+    raise AssertionError(f"no chart in Lab 01 has {at_least} x {inputs}")
+
+
+def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
+    v = visit()
+    page, index = _lab_chart_with(v, server, "input[type=range]", 2)
+    charts = page.locator(CHART)
     before = _svg_of(page, index)
     slider = charts.nth(index).locator("input[type=range]").first
     slider.evaluate("""el => { el.value = Number(el.min) + 0.5;
@@ -205,16 +210,9 @@ def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
 
 def test_the_world_size_radio_changes_the_chart(visit, server):
     v = visit()
-    page = v.open(server + "labs/01_message_passing.html")
-    v.charts_drawn()
-    charts = page.locator(CHART)
-    index = next(
-        i
-        for i in range(charts.count())
-        if charts.nth(i).locator("input[type=radio]").count() >= 2
-    )
+    page, index = _lab_chart_with(v, server, "input[type=radio]", 2)
     before = _svg_of(page, index)
-    charts.nth(index).locator("input[type=radio]").last.check()
+    page.locator(CHART).nth(index).locator("input[type=radio]").last.check()
     page.wait_for_timeout(500)
     assert _svg_of(page, index) != before, "picking a world size did not redraw"
 
