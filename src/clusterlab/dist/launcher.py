@@ -45,7 +45,7 @@ from .._validate import check_choice, check_float, check_int
 from .backend import MAX_WORLD_SIZE, choose_backend, loopback_interface, visible_gpus
 
 #: After the first rank fails, the others get this long to report what they saw.
-FAILURE_GRACE_S = 3.0
+FAILURE_GRACE_S = 1.0
 _STDERR_TAIL_LINES = 30
 
 
