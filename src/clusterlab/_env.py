@@ -53,10 +53,12 @@ class Env:
     seed: int
 
     def __str__(self) -> str:
+        from . import __version__
+
         mode = "SMOKE (small, fast)" if self.smoke else "FULL"
         where = "Colab" if self.colab else platform.system()
         return (
-            f"clusterlab {__import__('clusterlab').__version__} on {where}: "
+            f"clusterlab {__version__} on {where}: "
             f"Python {self.python}, torch {self.torch}, {self.cpus} CPU cores, "
             f"{self.gpus} GPU(s), default backend for 2 ranks: {self.backend}, "
             f"size {mode}, seed {self.seed}"

@@ -21,9 +21,12 @@ def no_leftover_processes():
     yield
     left = set()
     for _ in range(50):  # reaped children may take a moment to disappear
-        left = {pid for pid in _descendants() - before
-                if psutil.pid_exists(pid)
-                and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE}
+        left = {
+            pid
+            for pid in _descendants() - before
+            if psutil.pid_exists(pid)
+            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        }
         if not left:
             break
         psutil.wait_procs([psutil.Process(p) for p in left], timeout=0.1)

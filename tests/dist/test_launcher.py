@@ -26,7 +26,11 @@ def test_results_come_back_per_rank_from_a_locally_defined_function():
     def worker(rank, world_size, scale):
         x = torch.tensor([float(rank)])
         dist.all_reduce(x)
-        return {"rank": rank, "sum": x.item() * scale + offset, "t": torch.arange(rank + 1)}
+        return {
+            "rank": rank,
+            "sum": x.item() * scale + offset,
+            "t": torch.arange(rank + 1),
+        }
 
     out = cl.dist.launch(worker, 3, scale=2.0)
     assert [r["rank"] for r in out] == [0, 1, 2]
@@ -57,7 +61,9 @@ def test_a_rank_that_raises_is_named_with_its_traceback():
     assert err.failed_ranks[0] == 2
     assert "rank 2 raised ZeroDivisionError: rank two cannot divide" in str(err)
     assert "Traceback" in str(err) and "in worker" in str(err)
-    assert elapsed < 10, f"a raising rank should end the launch fast, took {elapsed:.1f} s"
+    assert elapsed < 10, (
+        f"a raising rank should end the launch fast, took {elapsed:.1f} s"
+    )
 
 
 def test_a_rank_killed_by_sigkill_is_reported_at_once():
@@ -152,8 +158,12 @@ def _run_script_and_signal(tmp_path, sig):
         cl.dist.launch(hang, 2, timeout=600, victim=0, pid_dir={str(pid_dir)!r})
     """)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while len(list(pid_dir.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -164,8 +174,12 @@ def _run_script_and_signal(tmp_path, sig):
     gone_by = time.monotonic() + 10
     alive = rank_pids
     while time.monotonic() < gone_by:
-        alive = [p for p in rank_pids if psutil.pid_exists(p)
-                 and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        alive = [
+            p
+            for p in rank_pids
+            if psutil.pid_exists(p)
+            and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
         if not alive:
             break
         time.sleep(0.1)
@@ -176,7 +190,9 @@ def test_an_interrupted_launch_leaves_no_rank_behind(tmp_path):
     assert _run_script_and_signal(tmp_path, signal.SIGINT) == []
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux"
+)
 def test_ranks_die_with_a_killed_kernel(tmp_path):
     assert _run_script_and_signal(tmp_path, signal.SIGKILL) == []
 
@@ -207,9 +223,13 @@ def test_fn_must_be_callable():
         cl.dist.launch(42, 2)
 
 
-@pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="needs a machine without 2 GPUs")
+@pytest.mark.skipif(
+    torch.cuda.device_count() >= 2, reason="needs a machine without 2 GPUs"
+)
 def test_nccl_without_enough_gpus_is_refused_clearly():
-    with pytest.raises(ValueError, match="backend='nccl' with world_size=2 needs 2 GPUs"):
+    with pytest.raises(
+        ValueError, match="backend='nccl' with world_size=2 needs 2 GPUs"
+    ):
         cl.dist.launch(workers.allreduce_rank, 2, backend="nccl")
 
 

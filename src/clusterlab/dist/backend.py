@@ -15,7 +15,7 @@ MAX_WORLD_SIZE = 64
 
 
 def visible_gpus() -> int:
-    """Number of CUDA GPUs this process can see (0 without CUDA); never initialises CUDA."""
+    """CUDA GPUs this process can see (0 without CUDA); never initialises CUDA."""
     import torch
 
     try:

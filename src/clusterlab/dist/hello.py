@@ -27,8 +27,10 @@ def main() -> None:
     rank = dist.get_rank()
     x = torch.tensor([float(rank + 1)], device="cuda" if backend == "nccl" else "cpu")
     dist.all_reduce(x)
-    line = (f"rank {rank} of {world_size} ({backend}, pid {os.getpid()}): "
-            f"all-reduce of rank + 1 = {x.item():g}\n")
+    line = (
+        f"rank {rank} of {world_size} ({backend}, pid {os.getpid()}): "
+        f"all-reduce of rank + 1 = {x.item():g}\n"
+    )
     sys.stdout.write(line)  # one write per line, so ranks' lines never interleave
     sys.stdout.flush()
     dist.destroy_process_group()

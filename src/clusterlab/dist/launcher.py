@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from .._validate import check_choice, check_float, check_int
@@ -78,7 +78,7 @@ class RankReport:
     stderr: str = ""
     exitcode: int | None = None
     finished_s: float | None = None
-    extra: dict = field(default_factory=dict)
+    why: str = ""  # for a stopped rank: what ended the launch
 
     def summary(self) -> str:
         if self.status == "error":
@@ -88,14 +88,15 @@ class RankReport:
         if self.status == "stopped":
             return (
                 f"rank {self.rank} was still running and was stopped "
-                f"({self.extra.get('why', 'the launch was ending')})"
+                f"({self.why or 'the launch was ending'})"
             )
         return f"rank {self.rank} finished"
 
 
-def launch(fn, world_size: int, /, backend: str = "auto", timeout: float = 60.0,
-           **kwargs):
-    """Run ``fn(rank, world_size, **kwargs)`` on ``world_size`` ranks; return the results.
+def launch(
+    fn, world_size: int, /, backend: str = "auto", timeout: float = 60.0, **kwargs
+):
+    """Run ``fn(rank, world_size, **kwargs)`` on ``world_size`` ranks; return results.
 
     Args:
         fn: the worker. Defined anywhere for a CPU (fork) launch; importable from
@@ -120,7 +121,9 @@ def launch(fn, world_size: int, /, backend: str = "auto", timeout: float = 60.0,
 def _launch(fn, world_size, backend, timeout, start_method, kwargs):
     """``launch`` with an optional forced start method (for benchmarks and tests)."""
     if not callable(fn):
-        raise ValueError(f"fn={fn!r} must be callable as fn(rank, world_size, **kwargs)")
+        raise ValueError(
+            f"fn={fn!r} must be callable as fn(rank, world_size, **kwargs)"
+        )
     world_size = check_int("world_size", world_size, 1, MAX_WORLD_SIZE)
     timeout = check_float("timeout", timeout, 0.0, 86400.0, low_inclusive=False)
     check_choice("backend", backend, ("auto", "gloo", "nccl"))
@@ -147,13 +150,29 @@ def _launch(fn, world_size, backend, timeout, start_method, kwargs):
         with warnings.catch_warnings():
             # Python 3.12+ warns on fork from a threaded process (a Jupyter kernel);
             # the child only runs torch code and never touches the parent's threads.
-            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            warnings.filterwarnings(
+                "ignore", message=".*fork.*", category=DeprecationWarning
+            )
             for rank in range(world_size):
                 reader, writer = ctx.Pipe(duplex=False)
-                args = (fn, rank, world_size, backend, workdir, timeout, threads,
-                        writer, kwargs, os.getpid())
-                proc = ctx.Process(target=_rank_main, args=args, daemon=True,
-                                   name=f"clusterlab-rank-{rank}")
+                args = (
+                    fn,
+                    rank,
+                    world_size,
+                    backend,
+                    workdir,
+                    timeout,
+                    threads,
+                    writer,
+                    kwargs,
+                    os.getpid(),
+                )
+                proc = ctx.Process(
+                    target=_rank_main,
+                    args=args,
+                    daemon=True,
+                    name=f"clusterlab-rank-{rank}",
+                )
                 proc.start()
                 writer.close()
                 procs.append(proc)
@@ -195,8 +214,9 @@ def _require_importable(fn, method: str) -> None:
 
 
 # ----------------------------------------------------------------- inside a rank
-def _rank_main(fn, rank, world_size, backend, workdir, timeout, threads, conn, kwargs,
-               parent_pid):
+def _rank_main(
+    fn, rank, world_size, backend, workdir, timeout, threads, conn, kwargs, parent_pid
+):
     """Entry point of every rank: quiet the process, join the group, run fn, report."""
     os.setpgid(0, 0)  # own process group, so the launcher can kill all it started
     _die_with_parent(parent_pid)
@@ -222,21 +242,34 @@ def _rank_main(fn, rank, world_size, backend, workdir, timeout, threads, conn, k
             torch.cuda.set_device(rank)
             init["device_id"] = torch.device("cuda", rank)
         store = dist.FileStore(os.path.join(workdir, "store"), world_size)
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size,
-                                timeout=timedelta(seconds=timeout), **init)
+        dist.init_process_group(
+            backend,
+            store=store,
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=timeout),
+            **init,
+        )
         value = fn(rank, world_size, **kwargs)
         report["value"] = pickle.dumps(_to_cpu(value))
         dist.destroy_process_group()
     except BaseException as exc:  # noqa: BLE001 - every failure is reported
-        report.update(status="error", error=f"{type(exc).__name__}: {exc}",
-                      traceback=traceback.format_exc())
+        report.update(
+            status="error",
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        )
     report["stdout"], report["stderr"] = out.getvalue(), err.getvalue()
     try:
         conn.send_bytes(pickle.dumps(report))
     except Exception as exc:  # noqa: BLE001
-        fallback = {"rank": rank, "status": "error", "stdout": report["stdout"],
-                    "error": f"could not send the result back: {exc}",
-                    "traceback": traceback.format_exc()}
+        fallback = {
+            "rank": rank,
+            "status": "error",
+            "stdout": report["stdout"],
+            "error": f"could not send the result back: {exc}",
+            "traceback": traceback.format_exc(),
+        }
         conn.send_bytes(pickle.dumps(fallback))
     conn.close()
 
@@ -249,6 +282,7 @@ def _die_with_parent(parent_pid: int) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     else:
+
         def watch():
             while os.getppid() == parent_pid:
                 time.sleep(1.0)
@@ -260,7 +294,7 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _to_cpu(value):
-    """Move tensors to the CPU so that unpickling never initialises CUDA in the kernel."""
+    """Move tensors to the CPU, so unpickling never initialises CUDA in the kernel."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -282,7 +316,9 @@ def _supervise(procs, readers, timeout, t0):
     while pending:
         wait_for = [readers[r] for r in pending] + [procs[r].sentinel for r in pending]
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready = set(mpc.wait(wait_for, timeout=0.25 if left is None else min(left, 0.25)))
+        ready = set(
+            mpc.wait(wait_for, timeout=0.25 if left is None else min(left, 0.25))
+        )
         for rank in sorted(pending):
             reader, proc = readers[rank], procs[rank]
             if reader in ready or (proc.sentinel in ready and reader.poll()):
@@ -299,14 +335,15 @@ def _supervise(procs, readers, timeout, t0):
                 grace = time.monotonic() + min(timeout, FAILURE_GRACE_S)
                 if deadline is None or grace < deadline:
                     deadline = grace
-                    why = f"rank {rank} {'died' if reports[rank].status == 'died' else 'failed'}"
+                    verb = "died" if reports[rank].status == "died" else "failed"
+                    why = f"rank {rank} {verb}"
             elif deadline is None:
                 deadline = time.monotonic() + timeout
-                why = f"it ran {timeout:g} s past rank {rank}'s finish: timeout={timeout:g}"
+                why = f"{timeout:g} s after rank {rank} finished"
         if pending and deadline is not None and time.monotonic() >= deadline:
             for rank in pending:
                 reports[rank].status = "stopped"
-                reports[rank].extra["why"] = why
+                reports[rank].why = why
             break
     return reports
 

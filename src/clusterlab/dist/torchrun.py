@@ -19,19 +19,38 @@ from .._validate import check_float, check_int
 from .backend import MAX_WORLD_SIZE, loopback_interface
 
 
-def torchrun_command(module: str, nproc: int, *args: str, max_restarts: int = 0) -> list:
+def torchrun_command(
+    module: str, nproc: int, *args: str, max_restarts: int = 0
+) -> list:
     """The command line that starts ``python -m module`` on ``nproc`` local ranks."""
-    if not isinstance(module, str) or not module.replace(".", "").replace("_", "").isalnum():
+    if (
+        not isinstance(module, str)
+        or not module.replace(".", "").replace("_", "").isalnum()
+    ):
         raise ValueError(f"module={module!r} must be a dotted module name")
     check_int("nproc", nproc, 1, MAX_WORLD_SIZE)
     check_int("max_restarts", max_restarts, 0, 100)
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}",
-            "-m", module, *map(str, args)]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        f"--max-restarts={max_restarts}",
+        "-m",
+        module,
+        *map(str, args),
+    ]
 
 
-def run_torchrun(module: str, nproc: int, *args: str, max_restarts: int = 0,
-                 timeout: float = 120.0, check: bool = True) -> subprocess.CompletedProcess:
+def run_torchrun(
+    module: str,
+    nproc: int,
+    *args: str,
+    max_restarts: int = 0,
+    timeout: float = 120.0,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """Run ``torchrun --standalone --nproc-per-node nproc -m module args...``.
 
     Args:
@@ -48,10 +67,21 @@ def run_torchrun(module: str, nproc: int, *args: str, max_restarts: int = 0,
     """
     cmd = torchrun_command(module, nproc, *args, max_restarts=max_restarts)
     timeout = check_float("timeout", timeout, 0.0, 86400.0, low_inclusive=False)
-    env = dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=loopback_interface(),
-               PYTHONUNBUFFERED="1", TORCH_CPP_LOG_LEVEL="ERROR")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        GLOO_SOCKET_IFNAME=loopback_interface(),
+        PYTHONUNBUFFERED="1",
+        TORCH_CPP_LOG_LEVEL="ERROR",
+    )
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:  # timeout or interrupt: kill the agent and its ranks
