@@ -1,5 +1,8 @@
 """Fixtures shared by the book and site tests."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from book_helpers import jupyter_book
@@ -7,7 +10,13 @@ from book_helpers import jupyter_book
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """The whole book, built once per test session as the README builds it."""
+    """The whole book, built once per test session as the README builds it.
+
+    Set CLUSTERLAB_SITE to the ``_build/html`` folder of an existing build to
+    test that instead (with CLUSTERLAB_SITE_PAGES naming its pages).
+    """
+    if os.environ.get("CLUSTERLAB_SITE"):
+        return Path(os.environ["CLUSTERLAB_SITE"]).resolve()
     out = tmp_path_factory.mktemp("book")
     result = jupyter_book(".", "-W", "-n", "--keep-going", "--path-output", str(out))
     log = result.stdout[-6000:] + result.stderr[-6000:]

@@ -17,16 +17,37 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
+
+from book_helpers import ROOT
 
 pytestmark = pytest.mark.site
 
-PAGES = [
-    "intro.html",
-    "book/paradigm/properties.html",
-    "labs/01_message_passing.html",
-    "book/appendix/claims_ledger.html",
-    "book/appendix/bibliography.html",
-]
+
+def _toc_pages() -> list[str]:
+    """Every page of _toc.yml as the path of its HTML file."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc.get("parts", []))
+    return [f"{f}.html" for f in files]
+
+
+# CLUSTERLAB_SITE_PAGES="labs/02_clocks.html ..." checks only those pages (with
+# CLUSTERLAB_SITE pointing at a build of them, see scripts/build_pages.py).
+PAGES = os.environ.get("CLUSTERLAB_SITE_PAGES", "").split() or _toc_pages()
+LAB01 = "labs/01_message_passing.html"
+needs_lab01 = pytest.mark.skipif(LAB01 not in PAGES, reason="Lab 01 is not checked")
 CHART = ".clusterlab-chart"
 INSTALL_HINT = (
     "the site test needs Chromium: on Debian or Ubuntu run "
@@ -163,12 +184,40 @@ def test_each_page_loads_offline_with_no_error(visit, server, page):
     assert v.blocked == [], f"requests that left the site: {v.blocked}"
     assert v.errors == [], f"console errors: {v.errors}"
     if page.startswith("labs/"):
-        assert drawn >= 5, f"only {drawn} charts drawn in {page}"
+        assert drawn >= 1, f"no chart drawn in {page}"
     assert v.page.locator(".jupyter-widgets, .widget-area").count() == 0, (
         "a dead widget"
     )
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_every_slider_and_radio_redraws_its_chart(visit, server, page):
+    """Each chart's first slider and last radio button change what is drawn."""
+    v = visit()
+    p = v.open(server + page)
+    charts = p.locator(CHART)
+    for i in range(v.charts_drawn()):
+        chart = charts.nth(i)
+        for kind in ("range", "radio"):
+            inputs = chart.locator(f"input[type={kind}]")
+            if inputs.count() == 0:
+                continue
+            before = _svg_of(p, i)
+            if kind == "range":
+                inputs.first.evaluate("""el => {
+                    const step = Number(el.step) || (el.max - el.min) / 10;
+                    el.value = Number(el.value) + step <= Number(el.max)
+                        ? Number(el.value) + step : Number(el.min);
+                    el.dispatchEvent(new Event('input', {bubbles: true})); }""")
+            else:
+                target = inputs.last if not inputs.last.is_checked() else inputs.first
+                target.check()
+            p.wait_for_timeout(300)
+            assert _svg_of(p, i) != before, f"chart {i} of {page}: {kind} did nothing"
+    assert v.errors == [], f"console errors: {v.errors}"
+
+
+@needs_lab01
 def test_math_is_typeset_from_the_site_itself(visit, server):
     v = visit()
     page = v.open(server + "labs/01_message_passing.html")
@@ -191,6 +240,7 @@ def _lab_chart_with(v, server, inputs: str, at_least: int):
     raise AssertionError(f"no chart in Lab 01 has {at_least} x {inputs}")
 
 
+@needs_lab01
 def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
     v = visit()
     page, index = _lab_chart_with(v, server, "input[type=range]", 2)
@@ -208,6 +258,7 @@ def test_the_alpha_beta_sliders_move_the_model_line(visit, server):
     assert v.errors == []
 
 
+@needs_lab01
 def test_the_world_size_radio_changes_the_chart(visit, server):
     v = visit()
     page, index = _lab_chart_with(v, server, "input[type=radio]", 2)
@@ -217,6 +268,7 @@ def test_the_world_size_radio_changes_the_chart(visit, server):
     assert _svg_of(page, index) != before, "picking a world size did not redraw"
 
 
+@needs_lab01
 def test_the_live_widget_shows_its_static_twin_and_note(visit, server):
     v = visit()
     page = v.open(server + "labs/01_message_passing.html")
@@ -226,6 +278,7 @@ def test_the_live_widget_shows_its_static_twin_and_note(visit, server):
     twin.locator(f"{CHART} svg").first.wait_for(state="attached", timeout=15_000)
 
 
+@needs_lab01
 def test_charts_draw_from_disk_too(visit, built_site):
     """Opened as file://, where browsers refuse module imports between files."""
     base = built_site.as_uri() + "/"

@@ -14,3 +14,8 @@ __all__ = [
     "torchrun_command",
     "visible_gpus",
 ]
+
+from .._lazy import lazy_attributes  # noqa: E402
+
+# Topic modules added later load on first use, e.g. cl.dist.<topic>.
+__getattr__, __dir__ = lazy_attributes(__name__, __path__)

@@ -3,3 +3,8 @@
 from . import collectives
 
 __all__ = ["collectives"]
+
+from .._lazy import lazy_attributes  # noqa: E402
+
+# Topic modules added later load on first use, e.g. cl.models.<topic>.
+__getattr__, __dir__ = lazy_attributes(__name__, __path__)

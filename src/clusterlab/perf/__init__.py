@@ -4,3 +4,8 @@ from .alpha_beta import fit_alpha_beta
 from .collectives import BUSBW_FACTORS, OPS, bench_collective, busbw_factor
 
 __all__ = ["BUSBW_FACTORS", "OPS", "bench_collective", "busbw_factor", "fit_alpha_beta"]
+
+from .._lazy import lazy_attributes  # noqa: E402
+
+# Topic modules added later load on first use, e.g. cl.perf.<topic>.
+__getattr__, __dir__ = lazy_attributes(__name__, __path__)

@@ -9,3 +9,8 @@ dead control ever appears on a page.
 from .live import LIVE_NOTE, message_size_explorer, show
 
 __all__ = ["LIVE_NOTE", "message_size_explorer", "show"]
+
+from .._lazy import lazy_attributes  # noqa: E402
+
+# Topic modules added later load on first use, e.g. cl.ui.<topic>.
+__getattr__, __dir__ = lazy_attributes(__name__, __path__)

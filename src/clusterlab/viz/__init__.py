@@ -20,3 +20,8 @@ __all__ = [
     "model_curve",
     "world_size_chart",
 ]
+
+from .._lazy import lazy_attributes  # noqa: E402
+
+# Topic modules added later load on first use, e.g. cl.viz.<topic>.
+__getattr__, __dir__ = lazy_attributes(__name__, __path__)

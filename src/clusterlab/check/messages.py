@@ -1,40 +1,13 @@
-"""Self-checks for the labs' exercises.
-
-Each check takes the reader's function and
-
-* prints ``not attempted`` while it still raises ``NotImplementedError``;
-* prints a tick and what was checked when it is right;
-* raises ``AssertionError`` with a hint when it is wrong.
-
-A check never hangs: distributed answers run under ``cl.dist.launch`` with a
-short timeout, so a deadlock becomes a hint, not a frozen notebook.
-"""
+"""Lab 01's exercise check: reduce to rank 0, then broadcast the total."""
 
 from __future__ import annotations
 
 import torch
 
-from .dist.launcher import LaunchError, launch
+from ..dist.launcher import LaunchError, launch
+from ._common import check_timeout_s, not_attempted, passed, short
 
-TICK = "\u2714"
-CHECK_TIMEOUT_S = 10.0
-
-
-def _not_attempted(name: str) -> bool:
-    print(
-        f"not attempted: {name} still raises NotImplementedError; "
-        "write it, then run this cell again"
-    )
-    return False
-
-
-def _passed(name: str, what: str) -> bool:
-    print(f"{TICK} {name}: {what}")
-    return True
-
-
-def _short(t: torch.Tensor) -> str:
-    return "[" + ", ".join(f"{v:.3f}" for v in t.tolist()) + "]"
+__all__ = ["reduce_then_broadcast"]
 
 
 def _rtb_worker(rank, world_size, answer, seed):
@@ -55,7 +28,7 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
                 _rtb_worker,
                 n,
                 backend="gloo",
-                timeout=CHECK_TIMEOUT_S,
+                timeout=check_timeout_s(),
                 answer=fn,
                 seed=1234,
             )
@@ -65,7 +38,7 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
                 for r in err.reports
                 if r.status == "error"
             ) and any(r.status == "error" for r in err.reports):
-                return _not_attempted(name)
+                return not_attempted(name)
             first = err.reports[err.failed_ranks[0]].summary()
             raise AssertionError(
                 f"{name} failed on {n} ranks: {first}. If it ran out of time, look "
@@ -87,8 +60,8 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
                     else "check that rank 0 adds every other rank's tensor exactly once"
                 )
                 raise AssertionError(
-                    f"{name} on {n} ranks: rank {rank} returned {_short(got)} but "
-                    f"the sum over ranks is {_short(expected)}; {hint}"
+                    f"{name} on {n} ranks: rank {rank} returned {short(got)} but "
+                    f"the sum over ranks is {short(expected)}; {hint}"
                 )
     sizes = ", ".join(str(n) for n in world_sizes)
-    return _passed(name, f"every rank holds the sum on {sizes} ranks")
+    return passed(name, f"every rank holds the sum on {sizes} ranks")
