@@ -9,7 +9,7 @@ Labs and chapters use it as ``import clusterlab as cl``::
 
 __version__ = "0.1.0"
 
-from . import check, dist, models, perf, sim, solutions, ui, viz  # noqa: E402
+from . import check, dist, models, perf, published, sim, solutions, ui, viz  # noqa: E402
 from ._env import Env, is_smoke, setup, size  # noqa: E402
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "is_smoke",
     "models",
     "perf",
+    "published",
     "sim",
     "setup",
     "size",
