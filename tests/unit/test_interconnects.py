@@ -1,0 +1,121 @@
+"""Interconnect and step-time model: hand cases, claims arithmetic, invariants."""
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import clusterlab as cl
+from clusterlab.models import interconnects as ic
+
+
+def test_line_rates_are_the_published_ones():
+    assert ic.LINKS["100GbE TCP"].per_direction_Bps == 12.5e9
+    assert ic.LINKS["NDR400 InfiniBand"].per_direction_Bps == 50e9
+    assert ic.LINKS["NVLink 4"].per_direction_Bps == 450e9
+    assert all(lk.source for lk in ic.LINKS.values())
+
+
+def test_assumptions_are_editable_and_validated():
+    slow = ic.link("100GbE TCP", efficiency=0.5)
+    assert slow.effective_Bps == pytest.approx(6.25e9)
+    assert ic.LINKS["100GbE TCP"].efficiency == 0.60  # the table is untouched
+    with pytest.raises(ValueError, match="efficiency=1.5"):
+        ic.link("NVLink 4", efficiency=1.5)
+    with pytest.raises(ValueError, match="name='Token Ring'"):
+        ic.link("Token Ring")
+
+
+def test_cluster_allreduce_by_hand():
+    lossless = dict(efficiency=1.0, alpha_s=0.0)
+    net = ic.link("NDR400 InfiniBand", **lossless)
+    nv = ic.link("NVLink 4", **lossless)
+    # 2 nodes x 8 GPUs, 1 NIC each, 16 GB: NVLink ring 1.75 * 16e9 / 450e9,
+    # then 2 GB per GPU across 2 nodes at 50/8 GB/s: 1 * 2e9 / 6.25e9.
+    t = ic.cluster_allreduce_time(16e9, net, 2, 8, 1, intra=nv)
+    assert t == pytest.approx(1.75 * 16e9 / 450e9 + 2e9 / 6.25e9)
+    # 8 NICs give each GPU its own port: the network part is 8x shorter.
+    t8 = ic.cluster_allreduce_time(16e9, net, 2, 8, 8, intra=nv)
+    assert t8 == pytest.approx(1.75 * 16e9 / 450e9 + 2e9 / 50e9)
+    # One node never touches the network.
+    one = ic.cluster_allreduce_time(16e9, "100GbE TCP", 1, 8, 1, intra=nv)
+    assert one == pytest.approx(1.75 * 16e9 / 450e9)
+
+
+def test_ndr_against_100gbe_at_line_rate_is_a_75_percent_cut():
+    kw = dict(efficiency=1.0, alpha_s=0.0)
+    inf_nv = dataclasses.replace(ic.LINKS["NVLink 4"], line_rate_bps=1e30, alpha_s=0)
+    eth = ic.cluster_allreduce_time(1e9, ic.link("100GbE RoCE", **kw), 4, 8, 1, inf_nv)
+    ndr = ic.cluster_allreduce_time(
+        1e9, ic.link("NDR400 InfiniBand", **kw), 4, 8, 1, inf_nv
+    )
+    assert 1 - ndr / eth == pytest.approx(0.75)
+
+
+def test_compute_and_step_time_by_hand():
+    # 6 * 1e9 params * 1000 tokens / (1e15 FLOP/s * 0.5) = 12 ms.
+    assert ic.compute_time(1e9, 1000, 1e15, 0.5) == pytest.approx(0.012)
+    assert ic.step_time(1.0, 0.5) == 1.5
+    assert ic.step_time(1.0, 0.5, overlap=0.6) == 1.0  # fully hidden
+    assert ic.step_time(1.0, 2.0, overlap=0.5) == pytest.approx(2.5)
+    with pytest.raises(ValueError, match="overlap=1.5"):
+        ic.step_time(1.0, 1.0, overlap=1.5)
+
+
+def test_the_claims_arithmetic():
+    # H3 with E5: 78% less all-reduce and 3x overall need 85.5% exposed comm.
+    assert ic.comm_share_needed(0.78, 3.0) == pytest.approx((2 / 3) / 0.78)
+    # S6: a fully network-bound step losing 40% of bandwidth loses 40%.
+    assert ic.contention_drop(1.0, 0.4) == pytest.approx(0.4)
+    assert ic.contention_drop(0.0, 0.9) == 0.0
+    assert ic.network_share_for_drop(0.4, 0.5) == pytest.approx(2 / 3)
+    f = ic.network_share_for_drop(0.4, 0.7)
+    assert ic.contention_drop(f, 0.7) == pytest.approx(0.4)
+
+
+def test_mixed_gpus_run_at_the_slowest_pace():
+    out = ic.mixed_cluster_throughput([64, 64], [0.6, 1.0])
+    assert out["synchronous"] == pytest.approx(128 * 0.6)
+    assert out["balanced"] == pytest.approx(64 * 1.6)
+    assert out["lost_share"] == pytest.approx(0.25)
+    assert out["idle_share_fastest"] == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="same length"):
+        ic.mixed_cluster_throughput([1, 2], [1.0])
+
+
+def test_the_sweep_is_tidy():
+    df = ic.interconnect_sweep([7e9], [4096, 8192], [1, 8])
+    assert len(df) == 4 * 1 * 2 * 2
+    assert (df["step_s"] >= df["compute_s"]).all()
+    assert df["comm_share"].between(0, 1).all()
+    assert cl.models.interconnects.LINKS is ic.LINKS
+
+
+@given(
+    grad=st.floats(1e3, 1e12),
+    nodes=st.integers(1, 512),
+    nics=st.integers(1, 8),
+    compute=st.floats(0, 100),
+    overlap=st.floats(0, 1),
+    eff=st.floats(0.05, 1.0),
+    factor=st.floats(1.0, 50.0),
+    name=st.sampled_from(list(ic.LINKS)),
+)
+def test_more_bandwidth_never_lengthens_a_step(
+    grad, nodes, nics, compute, overlap, eff, factor, name
+):
+    base = ic.link(name, efficiency=eff / factor if factor > 1 else eff)
+    faster = ic.link(name, efficiency=base.efficiency * factor)
+    slow = ic.cluster_allreduce_time(grad, base, nodes, 8, nics)
+    fast = ic.cluster_allreduce_time(grad, faster, nodes, 8, nics)
+    assert fast <= slow * (1 + 1e-12)
+    assert ic.step_time(compute, fast, overlap) <= ic.step_time(
+        compute, slow, overlap
+    ) * (1 + 1e-12)
+
+
+@given(f=st.floats(0, 1), c1=st.floats(0, 0.95), c2=st.floats(0, 0.95))
+def test_more_stolen_bandwidth_never_helps(f, c1, c2):
+    lo, hi = sorted((c1, c2))
+    assert ic.contention_drop(f, lo) <= ic.contention_drop(f, hi) + 1e-12
