@@ -138,3 +138,15 @@ def test_more_recomputation_never_raises_memory(n, rc_pair):
 def test_bad_arguments_name_themselves(kwargs, word):
     with pytest.raises(ValueError, match=word):
         training_memory(**kwargs)
+
+
+def test_lora_keeps_frozen_weights_only_and_fits_one_gpu():
+    from clusterlab.models.memory import lora_memory
+
+    r = lora_memory(7e9, n_layers=32, hidden=4096, rank=16, seq_len=4096,
+                    recompute="selective")  # fmt: skip
+    adapters = 32 * 4 * 2 * 16 * 4096
+    assert r["trainable_params"] == adapters
+    assert r["weights"] == pytest.approx(14e9 + 2 * adapters)
+    assert r["optimizer"] == pytest.approx(12 * adapters)
+    assert r["total"] < 80 * GB < training_memory(7e9)["total"]
