@@ -101,3 +101,21 @@ def test_a_longer_lifetime_never_raises_the_breakeven(y1, y2):
     assert eco.breakeven_utilization(
         3.0, lifetime_years=long
     ) <= eco.breakeven_utilization(3.0, lifetime_years=short)
+
+
+def test_the_exercise_check_passes_the_solution_and_catches_a_wrong_one(capsys):
+    import clusterlab as cl
+
+    assert cl.check.price_for_breakeven(cl.solutions.price_for_breakeven) is True
+
+    def stub(target_u, **onprem):
+        raise NotImplementedError
+
+    assert cl.check.price_for_breakeven(stub) is False
+    assert "not attempted" in capsys.readouterr().out
+
+    def forgets_power(target_u, **onprem):
+        return eco.onprem_hourly(**onprem)["fixed"] / target_u
+
+    with pytest.raises(AssertionError, match="fixed / u \\+ power"):
+        cl.check.price_for_breakeven(forgets_power)
