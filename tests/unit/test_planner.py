@@ -85,3 +85,48 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="n_gpus"):
         plan(ModelShape("odd", 1e9, 8, 1024, 7, 7, 4096, 1000, 512), 6,
              global_batch=8, tp_options=(4,))  # fmt: skip
+
+
+def test_exercise_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
+    import clusterlab as cl
+
+    assert cl.check.zero_bytes_per_param(cl.solutions.zero_bytes_per_param)
+    assert "\u2714" in capsys.readouterr().out
+
+    def stub(stage, dp):
+        raise NotImplementedError
+
+    assert cl.check.zero_bytes_per_param(stub) is False
+    assert "not attempted" in capsys.readouterr().out
+
+    def off_by_one_stage(stage, dp):  # shards the weights already at stage 2
+        return cl.solutions.zero_bytes_per_param(min(3, stage + (stage == 2)), dp)
+
+    with pytest.raises(AssertionError, match="stage 3's answer"):
+        cl.check.zero_bytes_per_param(off_by_one_stage)
+    with pytest.raises(AssertionError, match="16 whatever"):
+        cl.check.zero_bytes_per_param(lambda stage, dp: 16)
+
+
+def test_widget_builds_and_updates_quickly():
+    import clusterlab as cl
+
+    box = cl.ui.planner_widget()
+    box.update()
+    best = min(_timed(box.update) for _ in range(3))
+    assert best < 0.6  # 200 ms target on a quiet machine; bound survives noise
+
+
+def test_static_twin_has_a_radio_and_a_slider():
+    import pandas as pd
+
+    import clusterlab as cl
+
+    parts = [
+        cl.viz.planner_sweep(plan(m, g, global_batch=b), f"{m.name} on {g} GPUs")
+        for m, g, b in ((LLAMA2_7B, 8, 64), (LLAMA2_70B, 64, 64))
+    ]
+    spec = cl.viz.planner_explorer(pd.concat(parts)).to_dict()
+    binds = [p.get("bind", {}).get("input") for p in spec["params"]]
+    assert sorted(binds) == ["radio", "range"]
+    assert spec["title"]["text"] and "subtitle" in spec["title"]

@@ -1,0 +1,108 @@
+"""Lab 12's widget: choose a model, GPUs and memory; see which plans fit."""
+
+from __future__ import annotations
+
+import html
+
+from ..models import compute
+from ..models.planner import plan
+from ..viz.planner import planner_chart, planner_sweep
+
+__all__ = ["planner_widget", "PLANNER_MODELS"]
+
+#: Models on the widget's menu, with the GPU count and global batch (sequences)
+#: it starts from for each.
+PLANNER_MODELS = {
+    "Llama 2 7B": (compute.LLAMA2_7B, 8, 64),
+    "Llama 2 13B": (compute.LLAMA2_13B, 64, 256),
+    "Llama 2 70B": (compute.LLAMA2_70B, 1024, 512),
+    "GPT-3 175B": (compute.GPT3_175B, 1024, 1024),
+}
+
+
+def _table(df, n=5) -> str:
+    """The fastest feasible plans as a small HTML table."""
+    ok = df[df["feasible"]].head(n)
+    if ok.empty:
+        return "<b>No plan fits.</b> Add GPUs, memory, or recomputation."
+    rows = "".join(
+        f"<tr><td>TP{r.tp} PP{r.pp} DP{r.dp}</td><td>ZeRO-{r.zero_stage}</td>"
+        f"<td>{r.recompute}{' +SP' if r.sequence_parallel else ''}</td>"
+        f"<td>{r.memory_bytes / 1e9:.1f}</td><td>{r.bubble:.1%}</td>"
+        f"<td>{r.tokens_per_s:,.0f}</td><td>{r.mfu:.1%}</td></tr>"
+        for r in ok.itertuples()
+    )
+    head = (
+        "<tr><th>plan</th><th>ZeRO</th><th>recompute</th><th>GB/GPU</th>"
+        "<th>bubble</th><th>tokens/s</th><th>MFU</th></tr>"
+    )
+    return f"<table>{head}{rows}</table>"
+
+
+def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
+    """A live planner: dropdowns and sliders in, chart and best plans out.
+
+    Args:
+        model: the starting entry of :data:`PLANNER_MODELS`.
+        micro_batch: the starting micro-batch (sequences).
+
+    Returns:
+        An ``ipywidgets.VBox``; its ``update()`` attribute redraws it once
+        (for timing).
+    """
+    import ipywidgets as w
+    from IPython.display import display
+
+    if model not in PLANNER_MODELS:
+        raise ValueError(f"model={model!r} is not one of {list(PLANNER_MODELS)}")
+    _, gpus, batch = PLANNER_MODELS[model]
+    pick = w.Dropdown(options=list(PLANNER_MODELS), value=model, description="model")
+    log2_gpus = w.IntSlider(value=gpus.bit_length() - 1, min=0, max=12)
+    log2_gpus.description = "log2 GPUs"
+    mem = w.IntSlider(value=80, min=16, max=192, step=8, description="GB per GPU")
+    mb = w.IntSlider(value=micro_batch, min=1, max=8, description="micro-batch")
+    gbatch = w.IntText(value=batch, description="global batch")
+    status = w.HTML()
+    out = w.Output()
+
+    quiet = {"on": False}  # set while a model change moves two controls at once
+
+    def update(*_):
+        if quiet["on"]:
+            return
+        shape = PLANNER_MODELS[pick.value][0]
+        n = 2**log2_gpus.value
+        try:
+            df = plan(
+                shape,
+                n,
+                global_batch=gbatch.value,
+                micro_batch=mb.value,
+                gpu_memory_bytes=mem.value * 1e9,
+            )
+        except ValueError as exc:  # a bad combination: say so, stay usable
+            status.value = f"<b>no plans:</b> {html.escape(str(exc))}"
+            return
+        head = f"{n} GPUs: {int(df.feasible.sum())} feasible plans; the fastest:"
+        status.value = head + _table(df)
+        out.clear_output(wait=True)
+        with out:
+            display(planner_chart(planner_sweep(df), 0.9 * mem.value))
+
+    def on_model(change):
+        _, gpus, batch = PLANNER_MODELS[change["new"]]
+        quiet["on"] = True
+        try:
+            gbatch.value = batch
+            log2_gpus.value = gpus.bit_length() - 1
+        finally:
+            quiet["on"] = False
+        update()
+
+    pick.observe(on_model, names="value")
+    for control in (log2_gpus, mem, mb, gbatch):
+        control.observe(update, names="value")
+    update()
+    box = w.VBox([w.HBox([pick, log2_gpus, mem]), w.HBox([mb, gbatch]), status, out])
+    box.update = update
+    return box

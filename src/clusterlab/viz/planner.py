@@ -1,0 +1,146 @@
+"""Charts of parallelism plans: memory per GPU against estimated MFU.
+
+Each point is one (TP, PP, DP, ZeRO, recomputation, SP) plan from
+``cl.models.planner.plan``; a horizontal line marks the usable GPU memory.
+Points below the line fit; points further right would run faster.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+__all__ = ["planner_sweep", "planner_chart", "planner_explorer"]
+
+GB = 1e9
+MEM_AXIS = "memory per GPU (GB, log scale)"
+MFU_AXIS = "estimated MFU (share of peak FLOP/s)"
+_KEEP = ["tp", "pp", "dp", "zero_stage", "recompute", "sequence_parallel"]
+_KEEP += ["memory_GB", "activations_GB", "bubble", "tokens_per_s", "mfu", "plan"]
+
+
+def _check(df, needed):
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
+
+
+def planner_sweep(plans: pd.DataFrame, label: str | None = None) -> pd.DataFrame:
+    """A plan table trimmed for charts: GB columns, a plan label, speed known.
+
+    Args:
+        plans: output of ``cl.models.planner.plan``.
+        label: optional value for a ``model`` column (to stack several sweeps).
+
+    Returns:
+        Rows whose batch split works (so MFU is defined), fewer columns.
+    """
+    _check(plans, ["tp", "pp", "dp", "memory_bytes", "mfu", "recompute"])
+    df = plans[plans["batch_ok"]].copy()
+    df["memory_GB"] = df["memory_bytes"] / GB
+    df["activations_GB"] = df["activations_bytes"] / GB
+    sp = df["sequence_parallel"].map({True: "+SP", False: ""})
+    df["plan"] = (
+        "TP" + df.tp.astype(str) + " PP" + df.pp.astype(str) + " DP" + df.dp.astype(str)
+    ) + (" ZeRO-" + df.zero_stage.astype(str) + " " + df.recompute + sp)
+    df = df[_KEEP].round({"memory_GB": 2, "activations_GB": 2, "mfu": 4})
+    df = df.round({"bubble": 4, "tokens_per_s": 0})
+    return df.assign(model=label) if label is not None else df
+
+
+def _points(base, limit_expr):
+    fits = f"datum.memory_GB <= {limit_expr}"
+    return base.mark_point().encode(
+        x=alt.X("mfu:Q", title=MFU_AXIS, scale=alt.Scale(domain=[0, 0.8])),
+        y=alt.Y("memory_GB:Q", title=MEM_AXIS, scale=alt.Scale(type="log")),
+        color=alt.Color(
+            "recompute:N",
+            title="recomputation",
+            scale=alt.Scale(domain=["none", "selective", "full"]),
+        ),
+        shape=alt.Shape("zero_stage:N", title="ZeRO stage"),
+        opacity=alt.condition(fits, alt.value(0.95), alt.value(0.15)),
+        tooltip=[
+            alt.Tooltip("plan:N", title="plan"),
+            alt.Tooltip("memory_GB:Q", title="GB per GPU", format=".1f"),
+            alt.Tooltip("activations_GB:Q", title="of which activations", format=".1f"),
+            alt.Tooltip("bubble:Q", title="bubble", format=".1%"),
+            alt.Tooltip("tokens_per_s:Q", title="tokens/s", format=",.0f"),
+            alt.Tooltip("mfu:Q", title="MFU", format=".1%"),
+        ],
+    )
+
+
+def planner_chart(
+    sweep: pd.DataFrame,
+    memory_limit_GB: float,
+    title: str = "Which plans fit, and how fast would they run?",
+) -> alt.LayerChart:
+    """One model's plans: memory per GPU against MFU, with the memory line.
+
+    Args:
+        sweep: output of :func:`planner_sweep`.
+        memory_limit_GB: usable memory per GPU (GB), drawn as the line.
+        title: chart title.
+    """
+    _check(sweep, ["memory_GB", "mfu", "recompute", "zero_stage", "plan"])
+    limit = float(memory_limit_GB)
+    rule = (
+        alt.Chart(pd.DataFrame({"memory_GB": [limit]}))
+        .mark_rule(color="#D55E00", strokeDash=[6, 3])
+        .encode(y="memory_GB:Q")
+    )
+    subtitle = (
+        f"each point is a plan; faint points need more than {limit:.0f} GB "
+        "(dashed line); further right runs faster"
+    )
+    return alt.layer(_points(alt.Chart(sweep), limit), rule).properties(
+        title=alt.TitleParams(title, subtitle=subtitle)
+    )
+
+
+def planner_explorer(
+    sweep: pd.DataFrame,
+    memory_GB: float = 80.0,
+    usable_fraction: float = 0.9,
+    title: str = "Pick a model and a GPU memory: which plans still fit?",
+) -> alt.LayerChart:
+    """Static twin of the planner widget: radio for the model, slider for memory.
+
+    Args:
+        sweep: stacked :func:`planner_sweep` outputs with a ``model`` column.
+        memory_GB: the slider's start, GB per GPU.
+        usable_fraction: share of memory a plan may fill.
+        title: chart title.
+    """
+    _check(sweep, ["model", "memory_GB", "mfu", "plan"])
+    models = list(dict.fromkeys(sweep["model"]))
+    pick = alt.param(
+        name="model_pick",
+        value=models[-1],
+        bind=alt.binding_radio(options=models, name="model and GPUs "),
+    )
+    mem = alt.param(
+        name="gpu_mem_GB",
+        value=memory_GB,
+        bind=alt.binding_range(min=16, max=192, step=8, name="GPU memory (GB) "),
+    )
+    limit = f"gpu_mem_GB * {usable_fraction}"
+    base = alt.Chart(sweep).transform_filter("datum.model == model_pick")
+    rule = (
+        alt.Chart(pd.DataFrame({"one": [1]}))
+        .transform_calculate(memory_GB=limit)
+        .mark_rule(color="#D55E00", strokeDash=[6, 3])
+        .encode(y="memory_GB:Q")
+    )
+    subtitle = (
+        f"dashed: {usable_fraction:.0%} of the GPU memory; faint plans do not fit; "
+        "further right runs faster (estimate)"
+    )
+    return (
+        alt.layer(_points(base, limit), rule)
+        .add_params(pick, mem)
+        .properties(title=alt.TitleParams(title, subtitle=subtitle))
+    )
