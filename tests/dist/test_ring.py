@@ -124,3 +124,50 @@ def test_bytes_sent_is_two_n_minus_one_over_n_of_the_tensor():
 def test_ring_rejects_a_non_tensor():
     with pytest.raises(ValueError, match="tensor="):
         cl.dist.ring_allreduce([1.0, 2.0])
+
+
+def test_the_reference_all_gather_passes_the_check(capsys):
+    assert cl.check.ring_allgather(cl.solutions.ring_allgather) is True
+    assert "\u2714 ring_allgather" in capsys.readouterr().out
+
+
+def test_a_stub_all_gather_is_not_attempted(capsys):
+    def stub(chunks, rank, world_size):
+        raise NotImplementedError
+
+    assert cl.check.ring_allgather(stub) is False
+    assert "not attempted" in capsys.readouterr().out
+
+
+def test_an_all_gather_one_step_short_fails_with_a_hint():
+    def one_step(chunks, rank, world_size):
+        n = world_size
+        req = dist.isend(chunks[(rank + 1) % n], (rank + 1) % n)
+        dist.recv(chunks[rank], (rank - 1) % n)
+        req.wait()
+
+    # On 2 ranks one step is enough, so start at 3.
+    with pytest.raises(AssertionError, match="stale|n - 1 steps"):
+        cl.check.ring_allgather(one_step, world_sizes=(3,))
+
+
+def test_an_all_gather_with_shifted_indices_fails_with_a_hint():
+    def shifted(chunks, rank, world_size):
+        n = world_size
+        for step in range(n - 1):
+            req = dist.isend(chunks[(rank - step) % n], (rank + 1) % n)
+            dist.recv(chunks[(rank - step - 1) % n], (rank - 1) % n)
+            req.wait()
+
+    with pytest.raises(AssertionError, match="ring_allgather on 2 ranks"):
+        cl.check.ring_allgather(shifted)
+
+
+def test_a_deadlocked_all_gather_becomes_a_hint(monkeypatch):
+    monkeypatch.setattr(cl.check, "CHECK_TIMEOUT_S", 2.0)
+
+    def deadlock(chunks, rank, world_size):
+        dist.recv(chunks[0], (rank - 1) % world_size)  # all wait, none sends
+
+    with pytest.raises(AssertionError, match="isend"):
+        cl.check.ring_allgather(deadlock, world_sizes=(2,))
