@@ -60,6 +60,7 @@ def breakeven_explorer(
     owned = (
         alt.Chart(grid)
         .transform_calculate(cost=f"{fixed} / datum.u + {power}")
+        .transform_filter("datum.cost <= 12")  # off the chart, not a plateau
         .mark_line(color="#0072B2", strokeWidth=3)
         .encode(x=x, y=y)
     )
