@@ -1,0 +1,115 @@
+"""Data-parallel charts, widgets and the bucket-overlap model behind them."""
+
+import json
+import time
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import clusterlab as cl
+from clusterlab.models.collectives import allreduce_time
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    backward_s=st.floats(0, 1),
+    grad_bytes=st.floats(0, 1e10),
+    n=st.integers(1, 256),
+    buckets=st.integers(1, 64),
+)
+def test_bucket_overlap_never_beats_its_bounds(backward_s, grad_bytes, n, buckets):
+    alpha_s, bw = 1e-5, 1e10
+    t = cl.dist.bucket_overlap_time(backward_s, grad_bytes, n, alpha_s, bw, buckets)
+    last = allreduce_time(grad_bytes / buckets, n, alpha_s, bw)
+    # done no earlier than the backward pass, nor than the last bucket after it
+    assert t["done_s"] >= backward_s + last - 1e-12
+    assert t["done_s"] >= t["comm_s"] - 1e-12
+    assert t["done_s"] <= backward_s + t["comm_s"] + 1e-12
+    assert t["exposed_s"] >= -1e-12
+
+
+def test_one_bucket_hides_nothing_and_many_pay_latency():
+    one = cl.dist.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 1)
+    assert one["exposed_s"] == pytest.approx(one["comm_s"])
+    eight = cl.dist.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 8)
+    assert eight["done_s"] < one["done_s"]  # overlap wins on a compute-heavy step
+    latency_bound = cl.dist.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 8)
+    assert (
+        latency_bound["done_s"]
+        > cl.dist.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 1)["done_s"]
+    )
+    with pytest.raises(ValueError, match="buckets=0"):
+        cl.dist.bucket_overlap_time(0.1, 1e6, 2, 1e-5, 1e9, 0)
+
+
+def test_zero_sweep_matches_the_sixteen_bytes_rule():
+    df = cl.dist.zero_memory_sweep([1e9], dp_list=[1, 8], stages=[0, 3])
+    total = df.groupby(["dp", "zero_stage"])["bytes"].sum()
+    assert total[(1, 0)] == pytest.approx(16e9)
+    assert total[(8, 0)] == pytest.approx(16e9)
+    assert total[(8, 3)] == pytest.approx(2e9)
+
+
+def _params(chart):
+    spec = chart.to_dict()
+    return {
+        p["name"]
+        for layer in [spec, *spec.get("layer", [])]
+        for p in layer.get("params", [])
+    }
+
+
+def test_static_twins_have_their_radio_buttons():
+    sweep = cl.dist.bucket_sweep(1e-3, 8e5, 5e-4, 3e9)
+    assert {"ranks", "scale"} <= _params(cl.viz.bucket_chart(sweep))
+    zero = cl.dist.zero_memory_sweep()
+    spec = cl.viz.zero_memory_chart(zero).to_dict()
+    assert {"stage", "model"} <= _params(cl.viz.zero_memory_chart(zero))
+    assert "80 GB" in json.dumps(spec["title"])
+
+
+def test_step_and_fsdp_charts_have_units():
+    step = pd.DataFrame(
+        {
+            "world_size": [1, 1],
+            "mode": ["hand"] * 2,
+            "part": ["a", "b"],
+            "seconds": [1e-3, 2e-3],
+        }
+    )
+    spec = json.dumps(cl.viz.dp_step_chart(step).to_dict())
+    assert "(ms)" in spec
+    table = pd.DataFrame(
+        {
+            "world_size": [1, 2],
+            "kind": ["total"] * 2,
+            "measured_bytes": [16.0, 8.0],
+            "formula_bytes": [16.0, 8.0],
+        }
+    )
+    assert "(MB, log scale)" in json.dumps(cl.viz.fsdp_memory_chart(table).to_dict())
+    with pytest.raises(ValueError, match="lacks the column"):
+        cl.viz.dp_step_chart(step.drop(columns="part"))
+
+
+@pytest.mark.parametrize(
+    "make, values",
+    [
+        (lambda: cl.ui.zero_memory_explorer(), (70e9, 1e9, 7e9)),
+        (lambda: cl.ui.bucket_explorer(1e-3, 8e5, 5e-4, 3e9), (8, 16, 2)),
+    ],
+    ids=["zero", "bucket"],
+)
+def test_widgets_update_within_200_ms(make, values):
+    box = make()
+    slider, shown = box.children[0].children[0], box.children[1]
+    before, best = shown.value, float("inf")
+    for value in values:  # best of three: the machine is shared
+        start = time.perf_counter()
+        slider.value = value
+        best = min(best, time.perf_counter() - start)
+        if value == values[0]:
+            assert shown.value != before, "the widget did not redraw"
+    assert best < 0.2, f"a widget update took {best * 1e3:.0f} ms (budget 200 ms)"
