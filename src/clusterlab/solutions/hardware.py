@@ -1,0 +1,31 @@
+"""Reference solutions to Labs 04 and 07: bus bandwidth and matmul intensity."""
+
+from __future__ import annotations
+
+__all__ = ["busbw_from_algbw", "matmul_intensity"]
+
+_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+}
+
+
+def busbw_from_algbw(op: str, algbw_Bps: float, world_size: int) -> float:
+    """Lab 04: nccl-tests' bus bandwidth from the algorithm bandwidth.
+
+    An all-reduce on a ring sends and receives 2(n - 1)/n of the buffer per rank
+    (a reduce-scatter then an all-gather); all-gather and reduce-scatter each
+    (n - 1)/n; a broadcast passes the whole buffer along once.
+    """
+    return algbw_Bps * _FACTORS[op](world_size)
+
+
+def matmul_intensity(m: int, n: int, k: int, bytes_per_element: int) -> float:
+    """Lab 07: FLOP per byte of ``C[m, n] = A[m, k] @ B[k, n]``, each matrix moved once.
+
+    2·m·n·k FLOP (a multiply and an add per term) over (m·k + k·n + m·n)
+    elements of ``bytes_per_element`` bytes.
+    """
+    return 2 * m * n * k / (bytes_per_element * (m * k + k * n + m * n))
