@@ -39,6 +39,7 @@ __all__ = [
     "expected_step_time",
     "gaussian_max_asymptote",
     "jitter_cv_for_step_ratio",
+    "max_growth_table",
     "step_time_sweep",
 ]
 
@@ -335,3 +336,26 @@ def step_time_sweep(
         ],
     )
     return df.assign(throughput_loss=1 - 1 / df["step_ratio"])
+
+
+def max_growth_table(n_values=tuple(2**k for k in range(11))) -> pd.DataFrame:
+    """How far the slowest of N workers lies above the mean, in standard deviations.
+
+    Rows for normal noise (cv 0.1), log-normal noise (cv 0.5), exponential
+    noise (any cv: the answer is ``H_N - 1``) and the leading term ``sqrt(2 ln N)``.
+
+    Returns:
+        A DataFrame with columns ``n_workers, series, excess_sd``.
+    """
+    rows = []
+    for label, jitter, cv in (
+        ("normal", "normal", 0.1),
+        ("log-normal, cv 0.5", "lognormal", 0.5),
+        ("exponential", "exponential", 0.5),
+    ):
+        for n in n_values:
+            excess = (expected_step_time(n, 1.0, jitter, cv) - 1.0) / cv
+            rows.append((n, label, excess))
+    for n in n_values:
+        rows.append((n, "√(2 ln N), leading term", gaussian_max_asymptote(n)))
+    return pd.DataFrame(rows, columns=["n_workers", "series", "excess_sd"])

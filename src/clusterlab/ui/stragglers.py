@@ -1,0 +1,136 @@
+"""Lab 13's widget: pick N, the noise, slow workers and a mitigation; see the step.
+
+Only wiring: the controls call ``cl.models.stragglers`` and
+``cl.sim.stragglers`` and hand the results to ``cl.viz.stragglers``.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from .._validate import check_int
+from ..models.stragglers import JITTERS, expected_step_time
+from ..sim.stragglers import StragglerParams, mean_step_time, simulate
+from ..viz.stragglers import straggler_scaling_chart
+
+__all__ = ["straggler_curves", "straggler_explorer"]
+
+N_VALUES = tuple(2**k for k in range(11))
+MITIGATIONS = ("none", "backup workers", "local SGD")
+
+
+def straggler_curves(
+    settings: dict, n_values=N_VALUES, n_steps: int = 200, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Model lines and simulated points for the widget's settings.
+
+    Args:
+        settings: ``jitter, cv, slow_workers, slow_factor, mitigation, amount``
+            (backup workers, or steps between all-reduces for local SGD).
+        n_values: the numbers of workers on the x axis.
+        n_steps: simulated steps per point.
+        seed: seed of the simulation.
+
+    Returns:
+        ``(model, sim)``: DataFrames with columns ``n_workers, series, step_ratio``.
+    """
+    model_rows, sim_rows = [], []
+    for label, mitigation in (("no mitigation", "none"), ("with mitigation", None)):
+        mitigation = mitigation or settings["mitigation"]
+        if label == "with mitigation" and mitigation == "none":
+            break
+        name = label if mitigation == "none" else f"{mitigation} ({settings['amount']})"
+        for n in n_values:
+            extra = {}
+            if mitigation == "backup workers":
+                extra["backup_workers"] = min(settings["amount"], n - 1)
+            elif mitigation == "local SGD":
+                extra["sync_period"] = settings["amount"]
+            params = StragglerParams(
+                n_workers=n,
+                n_steps=n_steps,
+                base_s=1.0,
+                jitter=settings["jitter"],
+                cv=settings["cv"],
+                slow_workers=min(settings["slow_workers"], n),
+                slow_factor=settings["slow_factor"],
+                **extra,
+            )
+            kw = params.model_kwargs()
+            model_rows.append((n, name, expected_step_time(**kw)))
+            sim = simulate(params, seed=seed, engine="numpy")
+            sim_rows.append((n, name, mean_step_time(sim)))
+    cols = ["n_workers", "series", "step_ratio"]
+    return pd.DataFrame(model_rows, columns=cols), pd.DataFrame(sim_rows, columns=cols)
+
+
+def straggler_explorer(n_steps: int = 200, seed: int = 0):
+    """The live widget: controls on the left, the chart and a one-line verdict below.
+
+    Args:
+        n_steps: simulated steps per point, in [10, 5000].
+        seed: seed of the simulation, >= 0.
+
+    Returns:
+        An ``ipywidgets.VBox``.
+    """
+    import ipywidgets as w
+    from IPython.display import display
+
+    check_int("n_steps", n_steps, 10, 5000)
+    check_int("seed", seed, 0)
+    style = {"description_width": "initial"}
+    n = w.SelectionSlider(options=list(N_VALUES), value=1024, description="N")
+    jitter = w.Dropdown(options=list(JITTERS), value="normal", description="noise")
+    cv = w.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.01, description="cv")
+    slow = w.IntSlider(value=0, min=0, max=8, description="slow workers", style=style)
+    factor = w.FloatSlider(
+        value=1.5,
+        min=1.0,
+        max=4.0,
+        step=0.001,
+        description="× slower",
+        readout_format=".3f",
+    )
+    mitigation = w.Dropdown(
+        options=list(MITIGATIONS), value="local SGD", description="mitigation"
+    )
+    amount = w.IntSlider(
+        value=4, min=1, max=64, description="backups or H", style=style
+    )
+    verdict = w.HTML()
+    out = w.Output()
+
+    def update(_=None):
+        settings = dict(
+            jitter=jitter.value,
+            cv=cv.value,
+            slow_workers=slow.value,
+            slow_factor=factor.value,
+            mitigation=mitigation.value,
+            amount=amount.value,
+        )
+        try:
+            model, sim = straggler_curves(settings, n_steps=n_steps, seed=seed)
+        except ValueError as exc:  # say what is wrong, keep the widget usable
+            verdict.value = f"<b>not allowed:</b> {html.escape(str(exc))}"
+            return
+        at_n = model[model["n_workers"] == n.value]
+        parts = [
+            f"{row.series}: step {row.step_ratio:.3f} × the mean compute time, "
+            f"throughput −{1 - 1 / row.step_ratio:.1%}"
+            for row in at_n.itertuples()
+        ]
+        verdict.value = f"<b>N = {n.value}</b>: " + "; ".join(parts)
+        out.clear_output(wait=True)
+        with out:
+            display(straggler_scaling_chart(model, sim))
+
+    for control in (n, jitter, cv, slow, factor, mitigation, amount):
+        control.observe(update, names="value")
+    update()
+    left = w.VBox([n, jitter, cv, slow])
+    right = w.VBox([factor, mitigation, amount])
+    return w.VBox([w.HBox([left, right]), verdict, out])
