@@ -1,0 +1,287 @@
+"""Charts of pipeline schedules: who computes when, and how much time is idle.
+
+Every builder takes the table of ``cl.models.pipeline.simulate_schedule``
+(``stage, chunk, microbatch, phase, start, end``), simulated or measured (see
+``cl.dist.pipeline_timeline``), and returns an ``alt.Chart``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import altair as alt
+import pandas as pd
+
+from .._validate import check_int
+from ..models.pipeline import bubble_fraction, simulate_schedule, simulated_bubble
+
+__all__ = [
+    "PIPELINE_EXPLORER_SCHEDULES",
+    "pipeline_bubble_chart",
+    "pipeline_gantt",
+    "pipeline_schedule_explorer",
+]
+
+_PHASES = ["fwd", "bwd"]
+_PHASE_COLORS = ["#0072B2", "#E69F00"]  # Okabe–Ito blue and orange
+_PHASE_LEGEND = alt.Legend(labelExpr="datum.label == 'fwd' ? 'forward' : 'backward'")
+_STAGE_AXIS = "pipeline stage (rank)"
+#: Options of the explorer's radio: label -> (schedule, interleave).
+PIPELINE_EXPLORER_SCHEDULES = {
+    "GPipe": ("gpipe", 1),
+    "1F1B": ("1f1b", 1),
+    "interleaved 1F1B, v = 2": ("1f1b", 2),
+}
+
+
+def _check_columns(df: pd.DataFrame, needed) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
+
+
+def pipeline_gantt(
+    df: pd.DataFrame,
+    *,
+    time_scale: float = 1.0,
+    time_label: str = "time (one forward pass = 1)",
+    title: str = "Who computes when",
+    subtitle: str | None = None,
+) -> alt.LayerChart:
+    """A Gantt chart of a pipeline step: one row per stage, one bar per pass.
+
+    Args:
+        df: ``stage, chunk, microbatch, phase, start, end`` rows.
+        time_scale: factor from the table's time unit to the axis unit (1e3 to
+            show seconds as milliseconds).
+        time_label: the time axis's title, with its unit.
+        title, subtitle: the chart's title and the line under it.
+
+    Returns:
+        Bars (blue forward, orange backward) labelled with the micro-batch;
+        the white gaps are the bubble.
+    """
+    _check_columns(df, ["stage", "microbatch", "phase", "start", "end"])
+    if subtitle is None:
+        subtitle = (
+            f"blue: forward, orange: backward; number: micro-batch; "
+            f"white: idle ({simulated_bubble(df):.0%} of the stages' time)"
+        )
+    chart = _gantt_layers(float(time_scale), time_label).copy(deep=False)
+    chart.data = df[["stage", "microbatch", "phase", "start", "end"]]
+    height = max(80, 28 * int(df["stage"].nunique()))
+    return chart.properties(
+        height=height, title=alt.TitleParams(title, subtitle=subtitle)
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _gantt_layers(time_scale: float, time_label: str) -> alt.LayerChart:
+    # Built once per axis and reused with new data: building the encodings is
+    # most of a chart's cost, and a widget redraws on every slider move.
+    base = (
+        alt.Chart()
+        .transform_calculate(
+            t0=f"datum.start * {time_scale}",
+            t1=f"datum.end * {time_scale}",
+            mid=f"(datum.start + datum.end) / 2 * {time_scale}",
+        )
+        .encode(y=alt.Y("stage:O", title=_STAGE_AXIS))
+    )
+    bars = base.mark_bar(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("t0:Q", title=time_label),
+        x2="t1:Q",
+        color=alt.Color(
+            "phase:N",
+            scale=alt.Scale(domain=_PHASES, range=_PHASE_COLORS),
+            title="pass",
+            legend=_PHASE_LEGEND,
+        ),
+        tooltip=[
+            "stage:O",
+            "microbatch:O",
+            "phase:N",
+            alt.Tooltip("t0:Q", title="start", format=".3g"),
+            alt.Tooltip("t1:Q", title="end", format=".3g"),
+        ],
+    )
+    labels = base.mark_text(fontSize=9, color="white").encode(
+        x="mid:Q", text="microbatch:O"
+    )
+    return alt.layer(bars, labels)
+
+
+def pipeline_bubble_chart(
+    df: pd.DataFrame, stages: int, title: str | None = None
+) -> alt.LayerChart:
+    """Measured idle fraction against micro-batches, over the formula's curve.
+
+    Args:
+        df: ``microbatches, schedule, bubble`` rows (measured idle fractions).
+        stages: pipeline stages p, for the curve (p - 1) / (m + p - 1).
+        title: the chart's title.
+    """
+    _check_columns(df, ["microbatches", "schedule", "bubble"])
+    p = check_int("stages", stages, 1)
+    top = int(df["microbatches"].max())
+    curve = pd.DataFrame({"microbatches": range(1, top + 1)})
+    curve["bubble"] = [bubble_fraction(p, m) for m in curve["microbatches"]]
+    x = alt.X("microbatches:Q", title="micro-batches per step, m")
+    y = alt.Y("bubble:Q", title="idle fraction of the step", axis=alt.Axis(format="%"))
+    line = (
+        alt.Chart(curve)
+        .mark_line(color="#000", strokeDash=[6, 3])
+        .encode(x=x, y=y, tooltip=[alt.Tooltip("bubble:Q", format=".1%")])
+    )
+    points = (
+        alt.Chart(df)
+        .mark_point(size=90)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("schedule:N", title="schedule (measured)"),
+            shape="schedule:N",
+            tooltip=[
+                "schedule:N",
+                "microbatches:Q",
+                alt.Tooltip("bubble:Q", format=".1%"),
+            ],
+        )
+    )
+    title = title or f"Measured bubble against (p − 1) / (m + p − 1), p = {p}"
+    return alt.layer(line, points).properties(
+        title=alt.TitleParams(
+            title, subtitle="points: measured on this machine; dashed: the formula"
+        )
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _sweep(max_stages: int, max_microbatches: int):
+    """Compact per-case arrays of every simulated schedule, and one note each."""
+    cases, notes = [], []
+    for label, (schedule, v) in PIPELINE_EXPLORER_SCHEDULES.items():
+        for p in range(2, max_stages + 1):
+            for m in range(1, max_microbatches + 1):
+                key = f"{label}|{p}|{m}"
+                if v > 1 and m % p:
+                    notes.append(
+                        {"k": key, "msg": f"interleaving needs m a multiple of p={p}"}
+                    )
+                    continue
+                sim = simulate_schedule(p, m, schedule, interleave=v)
+                cases.append(
+                    {
+                        "k": key,
+                        "v": v,
+                        "s": sim["stage"].tolist(),
+                        "b": sim["microbatch"].tolist(),
+                        "c": sim["chunk"].tolist(),
+                        "f": (sim["phase"] == "bwd").astype(int).tolist(),
+                        "t": [round(t, 3) for t in sim["start"]],
+                    }
+                )
+                idle = simulated_bubble(sim)
+                formula = bubble_fraction(p, m, schedule, v)
+                notes.append(
+                    {
+                        "k": key,
+                        "msg": f"idle {idle:.1%} of the stages' time; "
+                        f"formula (p − 1)/(v·m + p − 1) = {formula:.1%}",
+                    }
+                )
+    return cases, notes
+
+
+def _inline(rows: list) -> alt.InlineData:
+    # A JSON string, not Python lists: Altair then neither validates nor copies
+    # thousands of numbers one by one, and the page carries no spaces.
+    text = json.dumps(rows, separators=(",", ":"))
+    return alt.InlineData(values=text, format=alt.DataFormat(type="json"))
+
+
+def pipeline_schedule_explorer(
+    max_stages: int = 8, max_microbatches: int = 12
+) -> alt.LayerChart:
+    """A Gantt chart with a schedule radio and p, m sliders that work offline.
+
+    Every case is simulated in Python beforehand (forward 1 unit, backward 2);
+    the page only picks one with Vega-Lite parameters, so the sliders work in
+    the built book with no kernel.
+
+    Args:
+        max_stages: largest p on the slider, in [2, 8].
+        max_microbatches: largest m on the slider, in [1, 16].
+    """
+    max_p = check_int("max_stages", max_stages, 2, 8)
+    max_m = check_int("max_microbatches", max_microbatches, 1, 16)
+    cases, notes = _sweep(max_p, max_m)
+    labels = list(PIPELINE_EXPLORER_SCHEDULES)
+    sched = alt.param(
+        name="sched",
+        value="1F1B",
+        bind=alt.binding_radio(options=labels, name="schedule "),
+    )
+    p = alt.param(
+        name="p",
+        value=4,
+        bind=alt.binding_range(min=2, max=max_p, step=1, name="stages p "),
+    )
+    m = alt.param(
+        name="m",
+        value=min(8, max_m),
+        bind=alt.binding_range(min=1, max=max_m, step=1, name="micro-batches m "),
+    )
+    pick = "datum.k == sched + '|' + p + '|' + m"
+    ops = (
+        alt.Chart(_inline(cases))
+        .transform_filter(pick)
+        .transform_flatten(["s", "b", "c", "f", "t"])
+        .transform_calculate(
+            phase="datum.f == 1 ? 'bwd' : 'fwd'",
+            t1="datum.t + (datum.f == 1 ? 2 : 1) / datum.v",
+            mid="datum.t + (datum.f == 1 ? 1 : 0.5) / datum.v",
+        )
+    )
+    y = alt.Y("s:O", title=_STAGE_AXIS)
+    bars = ops.mark_bar(stroke="white", strokeWidth=0.5).encode(
+        x=alt.X("t:Q", title="time (one forward pass of a whole stage = 1)"),
+        x2="t1:Q",
+        y=y,
+        color=alt.Color(
+            "phase:N",
+            scale=alt.Scale(domain=_PHASES, range=_PHASE_COLORS),
+            title="pass",
+            legend=_PHASE_LEGEND,
+        ),
+        opacity=alt.Opacity("c:O", scale=alt.Scale(range=[1.0, 0.6]), legend=None),
+        tooltip=[
+            alt.Tooltip("s:O", title="stage"),
+            alt.Tooltip("b:O", title="micro-batch"),
+            alt.Tooltip("c:O", title="chunk"),
+            "phase:N",
+            alt.Tooltip("t:Q", title="start"),
+        ],
+    )
+    text = ops.mark_text(fontSize=9, color="white").encode(x="mid:Q", y=y, text="b:O")
+    note = (
+        alt.Chart(_inline(notes))
+        .transform_filter(pick)
+        .mark_text(align="left", baseline="bottom", fontSize=12, dy=-4)
+        .encode(x=alt.value(0), y=alt.value(0), text="msg:N")
+    )
+    return (
+        alt.layer(bars, text, note)
+        .add_params(sched, p, m)
+        .properties(
+            height=230,
+            title=alt.TitleParams(
+                "Pipeline schedules: pick p, m and a schedule",
+                subtitle="blue: forward, orange: backward, number: micro-batch, "
+                "paler: a GPU's second model chunk; white gaps: the bubble",
+            ),
+        )
+    )

@@ -1,0 +1,77 @@
+"""Pipeline charts and Lab 11's widget: what they draw and how they refuse input."""
+
+import json
+
+import pandas as pd
+import pytest
+
+import clusterlab as cl
+from clusterlab.models.pipeline import simulate_schedule
+
+
+def _layers(spec):
+    return spec.get("layer", [])
+
+
+def test_gantt_carries_every_pass_and_names_its_axes():
+    df = simulate_schedule(4, 8, "gpipe")
+    spec = cl.viz.pipeline_gantt(df, time_scale=1e3, time_label="time (ms)").to_dict()
+    (values,) = [d for d in spec["datasets"].values()]
+    assert len(values) == 2 * 4 * 8
+    bars = _layers(spec)[0]
+    assert bars["encoding"]["x"]["title"] == "time (ms)"
+    assert bars["encoding"]["y"]["title"] == "pipeline stage (rank)"
+    assert "27%" in spec["title"]["subtitle"]  # (4 - 1) / (8 + 4 - 1)
+    # The cached layers are reused, not shared: another chart keeps its own data.
+    other = cl.viz.pipeline_gantt(simulate_schedule(2, 1, "gpipe")).to_dict()
+    assert len(next(iter(other["datasets"].values()))) == 4
+
+
+def test_gantt_refuses_a_table_without_times():
+    with pytest.raises(ValueError, match="start"):
+        cl.viz.pipeline_gantt(pd.DataFrame({"stage": [0]}))
+
+
+def test_bubble_chart_draws_the_formula_under_the_points():
+    df = pd.DataFrame(
+        {"microbatches": [1, 4], "schedule": ["1f1b"] * 2, "bubble": [0.8, 0.45]}
+    )
+    spec = cl.viz.pipeline_bubble_chart(df, stages=4).to_dict()
+    curve = [v for v in spec["datasets"].values() if len(v) == 4][0]
+    assert curve[0]["bubble"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="stages=0"):
+        cl.viz.pipeline_bubble_chart(df, stages=0)
+
+
+def test_explorer_has_working_controls_and_every_case():
+    spec = cl.viz.pipeline_schedule_explorer(max_stages=4, max_microbatches=4)
+    spec = spec.to_dict()
+    names = {p["name"]: p for p in spec["params"]}
+    assert set(names) == {"sched", "p", "m"}
+    assert names["sched"]["bind"]["input"] == "radio"
+    assert names["p"]["bind"]["max"] == 4
+    data = lambda layer: json.loads(spec["datasets"][layer["data"]["name"]])  # noqa: E731
+    cases = data(_layers(spec)[0])
+    # GPipe and 1F1B for p in 2..4, m in 1..4; interleaving only where p | m.
+    assert len(cases) == 2 * 3 * 4 + 3
+    notes = data(_layers(spec)[2])
+    assert len(notes) == 3 * 3 * 4
+    one = next(c for c in cases if c["k"] == "GPipe|4|4")
+    assert len(one["t"]) == 2 * 4 * 4 and max(one["t"]) == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="max_stages=9"):
+        cl.viz.pipeline_schedule_explorer(max_stages=9)
+
+
+def test_widget_redraws_and_explains_a_bad_choice():
+    box = cl.ui.pipeline_schedule_widget(stages=4, microbatches=8)
+    status = box.children[2]
+    assert "27.3%" in status.value and "held by one stage: 4" in status.value
+    p, m = box.children[0].children
+    v, sched = box.children[1].children
+    v.value = 2
+    assert "27.3%" not in status.value  # 1F1B, p = 4, m = 8, v = 2
+    assert "15.8%" in status.value  # (4 - 1) / (2 * 8 + 4 - 1)
+    m.value = 7
+    assert "multiple of p" in status.value
+    with pytest.raises(ValueError, match="stages=1"):
+        cl.ui.pipeline_schedule_widget(stages=1)
