@@ -53,7 +53,7 @@ def test_explorer_has_working_controls_and_every_case():
     data = lambda layer: json.loads(spec["datasets"][layer["data"]["name"]])  # noqa: E731
     cases = data(_layers(spec)[0])
     # GPipe and 1F1B for p in 2..4, m in 1..4; interleaving only where p | m.
-    assert len(cases) == 2 * 3 * 4 + 3
+    assert len(cases) == 2 * 3 * 4 + 4  # (2, 2), (2, 4), (3, 3), (4, 4)
     notes = data(_layers(spec)[2])
     assert len(notes) == 3 * 3 * 4
     one = next(c for c in cases if c["k"] == "GPipe|4|4")
