@@ -137,26 +137,28 @@ def _draw_rates(p: ClockParams, rng: np.random.Generator) -> np.ndarray:
 
 
 def _measure_offset(
-    p: ClockParams, clock: _Clock, asym_s: float, t: float, rng
-) -> tuple[float, float]:
-    """One two-way exchange at true time ``t``: (estimated offset, its duration s).
+    p: ClockParams, clock: _Clock, asym_s: float, t: float, noise
+) -> float:
+    """One two-way exchange at true time ``t``: the estimated offset (s).
 
     The reference server's clock is true time. The client stamps T1 and T4 on
     its own clock; the server stamps T2 and T3 (here with no processing delay).
+    ``noise`` holds this exchange's random draws: two queueing delays (NTP-like)
+    or four timestamp errors (PTP-like).
     """
     if p.protocol == "ntp":
-        d_fwd = p.one_way_delay_s + asym_s / 2 + rng.exponential(p.jitter_s)
-        d_back = p.one_way_delay_s - asym_s / 2 + rng.exponential(p.jitter_s)
-        stamp_err = np.zeros(4)
+        d_fwd = p.one_way_delay_s + asym_s / 2 + noise[0]
+        d_back = p.one_way_delay_s - asym_s / 2 + noise[1]
+        e1 = e2 = e3 = e4 = 0.0
     else:  # ptp: stamped on the wire, so only the stamps' own error remains
         d_fwd = d_back = p.one_way_delay_s
-        stamp_err = rng.normal(0.0, p.hw_timestamp_error_s, 4)
-    t1 = clock.read(t) + stamp_err[0]
-    t2 = t + d_fwd + stamp_err[1]
-    t3 = t + d_fwd + stamp_err[2]
-    t4 = clock.read(t + d_fwd + d_back) + stamp_err[3]
+        e1, e2, e3, e4 = noise
+    t1 = clock.read(t) + e1
+    t2 = t + d_fwd + e2
+    t3 = t + d_fwd + e3
+    t4 = clock.read(t + d_fwd + d_back) + e4
     # Server minus client, if both directions took equally long.
-    return ((t2 - t1) + (t3 - t4)) / 2, d_fwd + d_back
+    return ((t2 - t1) + (t3 - t4)) / 2
 
 
 def simulate(params: ClockParams, seed: int = 0) -> pd.DataFrame:
@@ -195,10 +197,17 @@ def simulate(params: ClockParams, seed: int = 0) -> pd.DataFrame:
         # Nodes poll out of phase, as independent daemons do.
         yield env.timeout(rng.uniform(0, p.sync_interval_s))
         last_t = None
-        while True:
+        # Draw every exchange's noise at once: one NumPy call, not thousands.
+        n = int(p.duration_s / p.sync_interval_s) + 2
+        if p.protocol == "ntp":
+            noise = rng.exponential(p.jitter_s, (n, 2)).tolist()
+        else:
+            noise = rng.normal(0.0, p.hw_timestamp_error_s, (n, 4)).tolist()
+        for k in range(n):
             start = env.now
-            offset, rtt = _measure_offset(p, c, asym[i], start, rng)
-            yield env.timeout(rtt)  # the reply arrives, then the clock is set
+            offset = _measure_offset(p, c, asym[i], start, noise[k])
+            # The reply comes back within a round trip (< 1 ms), during which a
+            # clock drifts by nanoseconds: the correction is applied at once.
             c.rebase(env.now)
             c.base_local += offset
             if p.discipline and last_t is not None:
@@ -207,7 +216,7 @@ def simulate(params: ClockParams, seed: int = 0) -> pd.DataFrame:
                 gain = min(1.0, (start - last_t) / _RATE_TIME_CONSTANT_S)
                 c.correction -= gain * offset / (start - last_t)
             last_t = start
-            yield env.timeout(max(p.sync_interval_s - rtt, 0.0))
+            yield env.timeout(p.sync_interval_s)
 
     def sample():
         while True:

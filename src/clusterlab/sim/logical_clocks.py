@@ -133,9 +133,7 @@ def happened_before(u, v) -> bool:
 def concurrent(u, v) -> bool:
     """True if neither vector timestamp happened before the other (and u != v)."""
     return (
-        not happened_before(u, v)
-        and not happened_before(v, u)
-        and tuple(u) != tuple(v)
+        not happened_before(u, v) and not happened_before(v, u) and tuple(u) != tuple(v)
     )
 
 
@@ -183,11 +181,11 @@ class LogicalParams:
     """
 
     n_processes: int = 3
-    n_events: int = 4
+    n_events: int = 3
     send_prob: float = 0.6
-    mean_gap_s: float = 5e-3
-    delay_s: float = 1e-3
-    jitter_s: float = 0.5e-3
+    mean_gap_s: float = 8e-3
+    delay_s: float = 2e-3
+    jitter_s: float = 1e-3
     clock_offsets_s: tuple[float, ...] | None = None
     max_offset_s: float = 10e-3
 

@@ -1,0 +1,92 @@
+"""Clock charts (through their Vega-Lite specs) and Lab 02's widget."""
+
+import json
+import time
+
+import pandas as pd
+import pytest
+
+import clusterlab as cl
+from clusterlab.sim.clocks import ClockParams, simulate, skew, skew_sweep
+from clusterlab.sim.logical_clocks import LogicalParams, simulate_messages
+
+
+@pytest.fixture(scope="module")
+def runs():
+    frames = [
+        simulate(ClockParams(protocol=p, duration_s=600.0), seed=0)
+        for p in ("none", "ntp", "ptp")
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return skew_sweep(
+        [1.0, 10.0, 100.0], [4.0, 16.0], base=ClockParams(duration_s=300.0), bins=6
+    )
+
+
+def _params(spec):
+    found = list(spec.get("params", []))
+    for layer in spec.get("layer", []):
+        found += layer.get("params", [])
+    return {p["name"]: p for p in found}
+
+
+def test_clock_charts_have_titles_and_units(runs):
+    charts = [
+        cl.viz.clock_error_chart(runs[runs["protocol"] == "none"]),
+        cl.viz.skew_chart(skew(runs)),
+    ]
+    for chart in charts:
+        text = json.dumps(chart.to_dict())
+        assert '"title"' in text and "(ms)" in text or "(s, log scale)" in text
+        assert "(minutes)" in text
+
+
+def test_the_skew_chart_marks_the_17_ms_of_claim_p2(runs):
+    text = json.dumps(cl.viz.skew_chart(skew(runs)).to_dict())
+    assert "17 ms" in text and "0.017" in text
+
+
+def test_the_explorer_has_two_sliders_and_a_protocol_radio(sweep):
+    spec = cl.viz.skew_explorer_chart(sweep).to_dict()
+    params = _params(spec)
+    assert params["log_drift"]["bind"]["input"] == "range"
+    assert params["log_interval"]["bind"]["input"] == "range"
+    assert params["log_drift"]["bind"]["step"] == pytest.approx(1.0)
+    radio = [p for p in params.values() if p.get("bind", {}).get("input") == "radio"]
+    assert radio and radio[0]["bind"]["options"] == ["none", "ntp", "ptp"]
+    assert params["log_interval"]["value"] == pytest.approx(4.0)  # 2**4 = 16 s
+
+
+def test_the_space_time_diagram_switches_clocks_with_a_radio():
+    ev = simulate_messages(LogicalParams(clock_offsets_s=(0.0, -0.02, 0.01)), seed=1)
+    spec = cl.viz.spacetime_chart(ev).to_dict()
+    params = _params(spec)
+    assert params["time_axis"]["bind"]["input"] == "radio"
+    text = json.dumps(spec)
+    assert "Lamport" in text and "vector" in text and "time (ms)" in text
+    assert spec["height"] == 90 * 3
+
+
+def test_charts_refuse_the_wrong_table():
+    with pytest.raises(ValueError, match="lacks the column"):
+        cl.viz.skew_chart(pd.DataFrame({"time_s": [0.0]}))
+    with pytest.raises(ValueError, match="DataFrame"):
+        cl.viz.spacetime_chart([1, 2])
+
+
+def test_the_widget_updates_quickly_at_its_defaults():
+    box = cl.ui.clock_skew_explorer()
+    drift = box.children[0].children[0]
+    best = float("inf")
+    for value in (20.0, 10.0, 30.0):
+        t0 = time.perf_counter()
+        drift.value = value
+        best = min(best, time.perf_counter() - t0)
+    assert "largest skew" in box.children[2].value
+    assert best < 1.0, f"an update took {best * 1e3:.0f} ms (target < 200 ms)"
+    with pytest.raises(ValueError, match="base="):
+        cl.ui.clock_skew_explorer(base={"protocol": "ntp"})
