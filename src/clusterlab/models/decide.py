@@ -1,0 +1,197 @@
+"""Choosing between a GPU cluster and distributed CPU computing, with reasons.
+
+The decision framework of the book's last part, as a pure function: a workload's
+traits in, a recommendation out (``"GPU cluster"``, ``"distributed CPU"`` or
+``"both"``), with every reason tied to a rule and every number computed by
+an earlier model:
+
+* the roofline (``models.roofline``) gives the GPU's and the CPU's attainable
+  FLOP/s at the workload's arithmetic intensity;
+* Amdahl's law turns that into a speedup of the whole job: time spent waiting
+  on I/O does not speed up, branchy code runs no faster on a GPU than on a
+  core, and other streaming work speeds up by the ratio of memory bandwidths;
+* the price per hour turns the speedup into a cost per unit of work;
+* the memory the job needs gives the number of GPUs it must be sharded over.
+
+Rules D1 (when a GPU cluster), D2 (when distributed CPUs) and D3 (when both)
+are the source's; the numbers decide between them when traits disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._validate import check_float
+from .roofline import attainable_flops, matmul_intensity
+
+__all__ = ["Hardware", "Workload", "PRESETS", "job_speedup", "recommend"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the decision needs to know about a job.
+
+    Attributes:
+        name: a label.
+        intensity: FLOP per byte of memory traffic of its main kernel.
+        dense_fraction: share of its compute time (on a CPU core) in dense
+            matrix or tensor arithmetic, in [0, 1].
+        io_fraction: share of its time (on a CPU core) waiting on disk or
+            network I/O, in [0, 1].
+        state_bytes: memory it must hold (model state, working set), bytes.
+        latency_bound: many small requests, each of which must finish fast.
+        branching: complex, data-dependent control flow.
+        strong_consistency: nodes must agree on shared state at every step.
+    """
+
+    name: str
+    intensity: float
+    dense_fraction: float
+    io_fraction: float = 0.0
+    state_bytes: float = 0.0
+    latency_bound: bool = False
+    branching: bool = False
+    strong_consistency: bool = False
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU against one CPU core, with their prices per hour.
+
+    Attributes:
+        gpu_peak_flops, gpu_bandwidth_Bps, gpu_memory_bytes: one GPU.
+        cpu_peak_flops, cpu_bandwidth_Bps: one CPU core (its share of the
+            socket's memory bandwidth).
+        gpu_price_per_hour, cpu_price_per_hour: dollars per GPU-hour and per
+            core-hour.
+    """
+
+    gpu_peak_flops: float
+    gpu_bandwidth_Bps: float
+    gpu_memory_bytes: float
+    cpu_peak_flops: float
+    cpu_bandwidth_Bps: float
+    gpu_price_per_hour: float
+    cpu_price_per_hour: float
+
+
+def job_speedup(w: Workload, hw: Hardware) -> dict:
+    """How much faster one GPU runs the whole job than one CPU core, and at what price.
+
+    Returns:
+        ``kernel_speedup`` (the roofline ratio at the workload's intensity),
+        ``job_speedup`` (Amdahl over I/O, dense and other work),
+        ``price_ratio`` (GPU-hour / core-hour) and ``cost_ratio`` (GPU cost per
+        unit of work / CPU cost per unit of work; below 1 the GPU is cheaper).
+    """
+    i = check_float("intensity", w.intensity, 0.0, low_inclusive=False)
+    d = check_float("dense_fraction", w.dense_fraction, 0.0, 1.0)
+    io = check_float("io_fraction", w.io_fraction, 0.0, 1.0)
+    gpu = float(attainable_flops(i, hw.gpu_peak_flops, hw.gpu_bandwidth_Bps))
+    cpu = float(attainable_flops(i, hw.cpu_peak_flops, hw.cpu_bandwidth_Bps))
+    kernel = gpu / cpu
+    # Non-dense work: branchy code gains nothing; streaming code gains the
+    # bandwidth ratio. I/O waits the same on either.
+    other = 1.0 if w.branching else hw.gpu_bandwidth_Bps / hw.cpu_bandwidth_Bps
+    gpu_time = io + (1 - io) * (d / kernel + (1 - d) / other)
+    speedup = 1.0 / gpu_time
+    price = hw.gpu_price_per_hour / hw.cpu_price_per_hour
+    return {
+        "kernel_speedup": kernel,
+        "job_speedup": speedup,
+        "price_ratio": price,
+        "cost_ratio": price / speedup,
+    }
+
+
+def recommend(w: Workload, hw: Hardware) -> dict:
+    """Recommend a GPU cluster, distributed CPUs or both, with the reasons.
+
+    Args:
+        w: the workload's traits.
+        hw: the hardware and prices to compare.
+
+    Returns:
+        ``{"choice", "reasons", "numbers"}``: the choice, a list of
+        ``(rule, sentence)`` pairs, and the numbers behind them.
+    """
+    n = job_speedup(w, hw)
+    gpus = max(1, math.ceil(w.state_bytes / hw.gpu_memory_bytes))
+    n["gpus_to_hold_state"] = gpus
+    for_gpu, for_cpu = [], []
+    if w.dense_fraction >= 0.5:
+        for_gpu.append(
+            ("D1", f"{w.dense_fraction:.0%} of the work is dense arithmetic")
+        )
+    if n["cost_ratio"] < 1:
+        for_gpu.append(
+            (
+                "D1",
+                f"a GPU runs the job {n['job_speedup']:.0f}x faster than a core for "
+                f"{n['price_ratio']:.0f}x the price: {n['cost_ratio']:.2f}x the cost",
+            )
+        )
+    else:
+        for_cpu.append(
+            (
+                "D2",
+                f"a GPU runs the job only {n['job_speedup']:.1f}x faster than a core "
+                f"but costs {n['price_ratio']:.0f}x as much per hour",
+            )
+        )
+    if w.io_fraction >= 0.5:
+        for_cpu.append(("D2", f"{w.io_fraction:.0%} of the time waits on I/O"))
+    if w.latency_bound:
+        for_cpu.append(("D2", "many small requests: latency per request matters"))
+    if w.branching:
+        for_cpu.append(("D2", "complex branching suits CPU cores"))
+    if w.strong_consistency:
+        for_cpu.append(("D2", "strong consistency across nodes is a CPU-cluster job"))
+    if gpus > 1 and for_gpu:
+        for_gpu.append(("D1", f"its state needs {gpus} GPUs: shard it (Part III)"))
+    if for_gpu and not for_cpu:
+        choice = "GPU cluster"
+    elif for_cpu and not for_gpu:
+        choice = "distributed CPU"
+    else:
+        choice = "both"
+    reasons = for_gpu + for_cpu
+    if choice == "both":
+        reasons.append(("D3", "split it: dense stages on GPUs, the rest on CPUs"))
+    return {"choice": choice, "reasons": reasons, "numbers": n}
+
+
+#: Workloads of the source's GPU-versus-CPU table (W1) and its examples (F3, W4),
+#: with traits stated as assumptions; their intensities come from
+#: ``models.roofline.workload_table`` where it has them.
+PRESETS = {
+    "LLM training (70B)": Workload(
+        "LLM training (70B)",
+        matmul_intensity(4096, 8192, 8192),
+        0.95,
+        0.0,
+        70e9 * 16,
+    ),
+    "batch inference (70B)": Workload(
+        "batch inference (70B)", matmul_intensity(32, 8192, 8192), 0.9, 0.0, 70e9 * 2
+    ),
+    "preprocessing + training": Workload(
+        "preprocessing + training",
+        matmul_intensity(4096, 8192, 8192),
+        0.6,
+        0.3,
+        7e9 * 16,
+    ),
+    "web serving": Workload("web serving", 1 / 1024, 0.0, 0.3, 2e9, True, True, False),
+    "data preprocessing": Workload(
+        "data preprocessing", 0.25, 0.2, 0.7, 8e9, False, True, False
+    ),
+    "real-time analytics": Workload(
+        "real-time analytics", 0.125, 0.1, 0.4, 16e9, True, True, False
+    ),
+    "key-value store (Redis)": Workload(
+        "key-value store (Redis)", 1 / 1024, 0.0, 0.5, 32e9, True, True, True
+    ),
+    "web crawler": Workload("web crawler", 0.01, 0.0, 0.8, 4e9, False, True, False),
+}
