@@ -47,6 +47,8 @@ JITTERS = ("none", "normal", "lognormal", "exponential")
 #: Tail mass ignored at each end of a worker's distribution (below 1e-15 / N).
 _TAIL = 1e-20
 _GRID = 2001
+#: Below this coefficient of variation a worker's time counts as fixed.
+_STEADY_CV = 1e-9
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
@@ -87,7 +89,7 @@ def compute_time_cdf(t, base_s: float, jitter: str = "normal", cv: float = 0.1):
     base_s = check_float("base_s", base_s, 0.0, low_inclusive=False)
     cv = _check_jitter(jitter, cv)
     t = np.asarray(t, dtype=float)
-    if jitter == "none" or cv == 0.0:
+    if jitter == "none" or cv < _STEADY_CV:
         return (t >= base_s).astype(float)
     if jitter == "normal":
         # Clipping at zero puts the negative mass at t = 0 exactly.
@@ -103,7 +105,7 @@ def compute_time_cdf(t, base_s: float, jitter: str = "normal", cv: float = 0.1):
 
 def _support(base_s: float, jitter: str, cv: float, tail: float):
     """An interval outside which each tail holds less than ``tail`` probability."""
-    if jitter == "none" or cv == 0.0:
+    if jitter == "none" or cv < _STEADY_CV:
         return base_s, base_s
     z = math.sqrt(2 * math.log(1 / tail))  # normal tail above z is < exp(-z^2/2)
     if jitter == "normal":
@@ -215,7 +217,7 @@ def expected_step_time(
     b = check_int("backup_workers", backup_workers, 0, n - 1)
     h = check_int("sync_period", sync_period, 1, 64)
     allreduce_s = check_float("allreduce_s", allreduce_s, 0.0)
-    if jitter == "none" or cv == 0.0:
+    if jitter == "none" or cv < _STEADY_CV:
         # The (n - b)-th fastest is a slow worker exactly when more than b are slow.
         round_s = h * base_s * (f if s > b else 1.0)
         return (round_s + allreduce_s) / h

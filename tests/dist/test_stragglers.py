@@ -1,0 +1,79 @@
+"""A real 4-rank training loop with injected compute times against its simulation."""
+
+import numpy as np
+import pytest
+
+import clusterlab as cl
+
+pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+
+S = cl.sim.stragglers
+SCENARIOS = {
+    "normal jitter, cv 0.3": S.StragglerParams(
+        n_workers=4, n_steps=24, base_s=0.03, jitter="normal", cv=0.3
+    ),
+    "exponential jitter, local SGD": S.StragglerParams(
+        n_workers=4,
+        n_steps=24,
+        base_s=0.03,
+        jitter="exponential",
+        cv=0.4,
+        sync_period=4,
+    ),
+}
+
+
+def test_real_step_time_is_within_15_percent_of_the_simulation():
+    real = cl.dist.run_straggler_scenarios(SCENARIOS, seed=2)
+    for name, params in SCENARIOS.items():
+        run = real[real["scenario"] == name]
+        assert len(run) == -(-params.n_steps // params.sync_period)
+        assert run["loss"].iloc[-1] < run["loss"].iloc[0], "the model did not train"
+        measured_s = S.mean_step_time(run)
+        # The simulation of the same draws, plus the all-reduce measured in the run.
+        sim = S.simulate(
+            S.StragglerParams(
+                **{**params.__dict__, "allreduce_s": run["allreduce_s"].mean()}
+            ),
+            seed=2,
+        )
+        predicted_s = S.mean_step_time(sim)
+        assert measured_s == pytest.approx(predicted_s, rel=0.15), name
+        # A model without the maximum (every worker at its own mean) misses the
+        # synchronous run's compute time by more than the bound, so the bound can
+        # tell a wrong model from noise.
+        if params.sync_period == 1:
+            mean_only_s = S.draw_compute_times(params, seed=2).mean()
+            compute_s = run["compute_s"].sum() / params.n_steps
+            assert compute_s > 1.15 * mean_only_s, (compute_s, mean_only_s)
+
+
+def test_the_barrier_waits_for_the_slow_rank():
+    slow = {
+        "one rank 1.5x": S.StragglerParams(
+            n_workers=2,
+            n_steps=10,
+            base_s=0.02,
+            jitter="none",
+            cv=0.0,
+            slow_workers=1,
+            slow_factor=1.5,
+        )
+    }
+    run = cl.dist.run_straggler_scenarios(slow, seed=0)
+    compute = run["compute_s"].to_numpy()
+    assert np.all(compute >= 0.03 - 1e-3), compute  # never before the slow rank
+    assert np.median(compute) < 0.03 * 1.5, compute
+
+
+def test_real_runs_refuse_what_an_all_reduce_cannot_do():
+    with pytest.raises(ValueError, match="backup_workers"):
+        cl.dist.run_straggler_scenarios(
+            {"b": S.StragglerParams(n_workers=4, backup_workers=1)}
+        )
+    with pytest.raises(ValueError, match="one size"):
+        cl.dist.run_straggler_scenarios(
+            {"a": S.StragglerParams(n_workers=2), "b": S.StragglerParams(n_workers=3)}
+        )
+    with pytest.raises(ValueError, match="n_workers=16"):
+        cl.dist.run_straggler_scenarios({"a": S.StragglerParams(n_workers=16)})
