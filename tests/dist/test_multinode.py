@@ -3,6 +3,8 @@
 This is the multi-node path of the book's "Running the labs" appendix: each node
 runs one agent (``--nnodes 2``), the agents meet at a c10d rendezvous on
 127.0.0.1, and four ranks (two per node) run the package's ``hello`` script.
+The appendix's SLURM script is run too, with stand-ins for ``srun`` and
+``scontrol`` that start its two agents on this machine.
 """
 
 import contextlib
@@ -12,11 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.dist
 TIMEOUT_S = 180
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -61,6 +66,10 @@ def test_two_torchrun_agents_form_one_four_rank_job(no_leftover_processes):
             node.wait()
     for node, out in zip(nodes, outputs, strict=True):
         assert node.returncode == 0, out[-3000:]
+    _check_four_ranks(outputs)
+
+
+def _check_four_ranks(outputs):
     lines = re.findall(
         r"rank (\d) of 4 \(\w+, pid \d+\): all-reduce of rank \+ 1 = (\S+)",
         "".join(outputs),
@@ -70,3 +79,46 @@ def test_two_torchrun_agents_form_one_four_rank_job(no_leftover_processes):
     assert {total for _, total in lines} == {"10"}
     for out in outputs:  # each agent started two of the four ranks
         assert len(re.findall(r"rank \d of 4", out)) == 2, out[-3000:]
+
+
+def test_the_sbatch_example_runs_with_stand_ins_for_slurm(
+    tmp_path, no_leftover_processes
+):
+    """srun starts one task per node (here: two local copies), as SLURM would."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_ins = {
+        "scontrol": "printf 'localhost\\nlocalhost\\n'",
+        "srun": '"$@" > "$OUT/node0.log" 2>&1 & a=$!\n'
+        '"$@" > "$OUT/node1.log" 2>&1 & b=$!\n'
+        "wait $a && wait $b",
+        "torchrun": f'exec "{sys.executable}" -m torch.distributed.run "$@"',
+    }
+    for name, body in stand_ins.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/bash\n{textwrap.dedent(body)}\n")
+        path.chmod(0o755)
+    env = dict(
+        os.environ,
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        OUT=str(tmp_path),
+        SLURM_JOB_NODELIST="localhost",
+        SLURM_NNODES="2",
+        SLURM_JOB_ID=str(_free_port()),
+        RDZV_PORT=str(_free_port()),
+        GPUS_PER_NODE="2",
+        GLOO_SOCKET_IFNAME="lo",
+        OMP_NUM_THREADS="1",
+    )
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "examples" / "hello.sbatch")],
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert proc.wait(timeout=TIMEOUT_S) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    _check_four_ranks([(tmp_path / f"node{i}.log").read_text() for i in (0, 1)])
