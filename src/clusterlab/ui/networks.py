@@ -1,0 +1,128 @@
+"""Widgets for Labs 05 and 06: only wiring from controls to models to charts."""
+
+from __future__ import annotations
+
+import html
+
+from ..models.interconnects import cluster_allreduce_time, interconnect_sweep, link
+from ..viz.networks import (
+    allreduce_algorithms_chart,
+    allreduce_model_sweep,
+    step_time_chart,
+)
+
+__all__ = ["allreduce_algorithm_explorer", "interconnect_calculator"]
+
+
+def _output_with(draw):
+    """An Output area and a function that redraws it from the controls."""
+    import ipywidgets as w
+    from IPython.display import display
+
+    out = w.Output()
+
+    def redraw(_=None):
+        out.clear_output(wait=True)
+        with out:
+            display(draw())
+
+    return out, redraw
+
+
+def allreduce_algorithm_explorer():
+    """Lab 05's widget: latency, bandwidth and size sliders over the three models.
+
+    Returns:
+        An ``ipywidgets.VBox``; moving a slider redraws the chart.
+    """
+    import ipywidgets as w
+
+    alpha = w.FloatLogSlider(
+        value=1e-5, base=10, min=-7, max=-3, step=0.25, description="α (s)"
+    )
+    bw = w.FloatLogSlider(
+        value=12.5e9, base=10, min=8, max=12, step=0.1, description="B (B/s)"
+    )
+    size = w.IntSlider(value=28, min=10, max=36, description="log2 bytes")
+
+    def draw():
+        df = allreduce_model_sweep(
+            alphas_s=(alpha.value,),
+            bandwidths_Bps=(bw.value,),
+            log2_sizes=(size.value,),
+        )
+        return allreduce_algorithms_chart(df)
+
+    out, redraw = _output_with(draw)
+    for control in (alpha, bw, size):
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([w.HBox([alpha, bw, size]), out])
+
+
+def interconnect_calculator(nodes: int = 16, gpus_per_node: int = 8):
+    """Lab 06's widget: a model and a cluster shape in, step time per network out.
+
+    Args:
+        nodes, gpus_per_node: the cluster's starting shape.
+
+    Returns:
+        An ``ipywidgets.VBox`` with the controls, a line on H3 and the chart.
+    """
+    import ipywidgets as w
+
+    params = w.FloatLogSlider(
+        value=7e9, base=10, min=8, max=12, step=0.05, description="params"
+    )
+    n_nodes = w.IntSlider(value=nodes, min=1, max=256, description="nodes")
+    nics = w.IntSlider(value=1, min=1, max=8, description="NICs/node")
+    tokens = w.IntSlider(value=13, min=9, max=18, description="log2 tok/GPU")
+    overlap = w.FloatSlider(
+        value=0.0, min=0.0, max=1.0, step=0.05, description="overlap"
+    )
+    tcp_eff = w.FloatSlider(
+        value=link("100GbE TCP").efficiency,
+        min=0.1,
+        max=1.0,
+        step=0.05,
+        description="TCP eff.",
+    )
+    note = w.HTML()
+
+    def draw():
+        links = (
+            link("100GbE TCP", efficiency=tcp_eff.value),
+            "100GbE RoCE",
+            "NDR400 InfiniBand",
+            "NVLink 4",
+        )
+        df = interconnect_sweep(
+            [params.value],
+            [2**tokens.value],
+            [nics.value],
+            nodes=n_nodes.value,
+            gpus_per_node=gpus_per_node,
+            overlap=overlap.value,
+            links=links,
+        )
+        grads = 2 * params.value
+        eth = cluster_allreduce_time(
+            grads, links[0], n_nodes.value, gpus_per_node, nics.value
+        )
+        ndr = cluster_allreduce_time(
+            grads, links[2], n_nodes.value, gpus_per_node, nics.value
+        )
+        speed = df["step_s"].iloc[0] / df["step_s"].iloc[2]
+        note.value = html.escape(
+            f"all-reduce {eth:.3f} s on 100GbE TCP, {ndr:.3f} s on NDR400: "
+            f"{1 - ndr / eth:.0%} less (H3 says 78%); step {speed:.2f}x faster "
+            "(E5 needs 3x)"
+        )
+        return step_time_chart(df, controls=False)
+
+    out, redraw = _output_with(draw)
+    controls = (params, n_nodes, nics, tokens, overlap, tcp_eff)
+    for control in controls:
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([w.HBox(controls[:3]), w.HBox(controls[3:]), note, out])
