@@ -101,7 +101,7 @@ def busbw_vs_published_chart(
             ],
         )
     )
-    labels = points.mark_text(align="left", dx=8, dy=-8, fontSize=11).encode(
+    labels = points.mark_text(align="right", dx=-10, dy=-10, fontSize=11).encode(
         text="system:N"
     )
     return alt.layer(lines, points, labels).properties(
@@ -245,7 +245,7 @@ def published_busbw_chart(
         link_GBps=published["link_per_direction_Bps"] / 1e9,
         share=published["busbw_Bps"] / published["link_per_direction_Bps"],
     )
-    y = alt.Y("label:N", title=None, sort=None)
+    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=400))
     bars = (
         alt.Chart(data)
         .mark_bar(color="#0072B2")
@@ -321,7 +321,7 @@ def roofline_chart(
     _check(machines, ["machine", "peak_flops", "bandwidth_Bps"])
     names = list(machines["machine"])
     selected = selected if selected in names else names[0]
-    grid = np.geomspace(1e-3, 1e4, 50)
+    # On log axes a roofline is two straight pieces: three points draw it exactly.
     lines = pd.concat(
         [
             pd.DataFrame(
@@ -334,6 +334,7 @@ def roofline_chart(
                 }
             )
             for m in machines.itertuples()
+            for grid in [np.array([1e-3, m.peak_flops / m.bandwidth_Bps, 1e4])]
         ],
         ignore_index=True,
     )
@@ -351,9 +352,12 @@ def roofline_chart(
     y = alt.Y(
         "attainable_flops:Q",
         scale=alt.Scale(type="log"),
-        title="attainable FLOP/s (log scale)",
+        axis=alt.Axis(format="~s"),
+        title="attainable FLOP/s (log scale; G = 1e9, T = 1e12, P = 1e15)",
     )
-    color = alt.Color("machine:N", title="machine", sort=names)
+    color = alt.Color(
+        "machine:N", title="machine", sort=names, legend=alt.Legend(labelLimit=320)
+    )
     roofs = (
         alt.Chart(lines)
         .mark_line()
@@ -422,6 +426,7 @@ def cores_chart(
             x=alt.X(
                 "cost_s:Q",
                 scale=alt.Scale(type="log"),
+                axis=alt.Axis(format=".0e"),
                 title="CPU time per event (s, log scale)",
             ),
             y=alt.Y(
