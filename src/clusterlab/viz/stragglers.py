@@ -132,8 +132,15 @@ def straggler_sweep_chart(
         value=slows[0],
         bind=alt.binding_radio(options=slows, name="one worker slower by × "),
     )
+    # Only the columns the chart reads, rounded: the page carries every row.
+    data = df[cols].round({"step_ratio": 5})
     return (
-        alt.Chart(df)
+        alt.Chart(data)
+        .transform_filter(
+            "datum.jitter == jitter_pick && abs(datum.cv - cv_pick) < 1e-9"
+            " && abs(datum.slow_factor - slow_pick) < 1e-9"
+        )
+        .transform_calculate(throughput_loss="1 - 1 / datum.step_ratio")
         .mark_line(point=True)
         .encode(
             x=_n_x(),
@@ -147,10 +154,6 @@ def straggler_sweep_chart(
             ],
         )
         .add_params(p_jitter, p_cv, p_slow)
-        .transform_filter(
-            "datum.jitter == jitter_pick && abs(datum.cv - cv_pick) < 1e-9"
-            " && abs(datum.slow_factor - slow_pick) < 1e-9"
-        )
         .properties(
             title=alt.TitleParams(
                 title,
