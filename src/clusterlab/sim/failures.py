@@ -26,6 +26,7 @@ from .._validate import check_float, check_int
 from ..models.reliability import goodput as model_goodput
 from .heartbeat import (
     HeartbeatParams,
+    heartbeat_grid,
     heartbeat_summary,
     heartbeat_sweep,
     simulate_heartbeat,
@@ -35,6 +36,7 @@ __all__ = [
     "HeartbeatParams",
     "JobParams",
     "goodput_sweep",
+    "heartbeat_grid",
     "heartbeat_summary",
     "heartbeat_sweep",
     "job_summary",

@@ -15,7 +15,7 @@ against the SimPy model and against the closed forms in ``cl.models.reliability`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ from ..models.reliability import heartbeat_detection_time, heartbeat_false_alarm
 
 __all__ = [
     "HeartbeatParams",
+    "heartbeat_grid",
     "heartbeat_summary",
     "heartbeat_sweep",
     "simulate_heartbeat",
@@ -213,3 +214,37 @@ def heartbeat_sweep(
             ),
         }
     )
+
+
+def heartbeat_grid(
+    params: HeartbeatParams,
+    timeouts_s,
+    jitters_ms=(50, 100, 150, 200, 250, 300),
+    losses_pct=(0, 2, 4, 6, 8, 10),
+    seed: int = 0,
+    *,
+    n_heartbeats: int = 20_000,
+    n_crashes: int = 1_000,
+) -> pd.DataFrame:
+    """``heartbeat_sweep`` for every jitter and loss of a grid (for sliders).
+
+    Args:
+        params: the detector (its jitter and loss are replaced by the grid's).
+        timeouts_s: timeouts, seconds.
+        jitters_ms: mean jitters, whole milliseconds, evenly spaced.
+        losses_pct: loss rates, whole percent in [0, 90], evenly spaced.
+
+    Returns:
+        The sweeps stacked, with integer columns ``jitter_ms`` and ``loss_pct``.
+    """
+    parts = []
+    for jitter in jitters_ms:
+        for loss in losses_pct:
+            check_int("jitter_ms", jitter, 0, 10**6)
+            check_int("loss_pct", loss, 0, 90)
+            p = replace(params, jitter_s=jitter / 1e3, loss=loss / 100)
+            sweep = heartbeat_sweep(
+                p, timeouts_s, seed, n_heartbeats=n_heartbeats, n_crashes=n_crashes
+            )
+            parts.append(sweep.assign(jitter_ms=jitter, loss_pct=loss))
+    return pd.concat(parts, ignore_index=True)

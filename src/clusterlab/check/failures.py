@@ -1,0 +1,94 @@
+"""Exercise checks for the failure labs: detection time (Lab 03), waste (Lab 14)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..models.reliability import young_daly_interval
+from ._common import not_attempted, passed
+
+__all__ = ["checkpoint_waste", "mean_detection_time"]
+
+# (timeout_s, interval_s, mean_delay_s): slow and fast heartbeats, short and long
+# delays, so that each term of the answer changes the result.
+_DETECTION_CASES = [(2.0, 1.0, 0.1), (5.0, 2.0, 0.5), (0.5, 0.2, 0.01), (3.0, 0.5, 1.0)]
+
+
+def _call(fn, name, *args):
+    try:
+        return fn(*args), None
+    except NotImplementedError:
+        return None, not_attempted(name)
+
+
+def mean_detection_time(fn) -> bool:
+    """Check Lab 03's exercise: ``fn(timeout_s, interval_s, mean_delay_s)``."""
+    name = "mean_detection_time"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function {name}")
+    for t, dt, d in _DETECTION_CASES:
+        got, stub = _call(fn, name, t, dt, d)
+        if stub is not None:
+            return stub
+        want = t + d - dt / 2
+        if not isinstance(got, int | float | np.floating) or not math.isfinite(got):
+            raise AssertionError(f"{name}{(t, dt, d)} returned {got!r}: return seconds")
+        if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+            continue
+        if math.isclose(got, t + d, rel_tol=1e-9):
+            hint = "the crash falls on average halfway through an interval"
+        elif math.isclose(got, t - dt / 2, rel_tol=1e-9):
+            hint = "the last heartbeat sent before the crash is still on its way"
+        elif math.isclose(got, t + d + dt / 2, rel_tol=1e-9):
+            hint = "the last heartbeat left before the crash, not after it"
+        else:
+            hint = (
+                "add up: silence the detector waits, delay, and where the crash falls"
+            )
+        raise AssertionError(
+            f"{name}(timeout_s={t}, interval_s={dt}, mean_delay_s={d}) returned "
+            f"{got:.4g} s; expected {want:.4g} s. Hint: {hint}."
+        )
+    return passed(
+        name, f"matches T + delay - interval/2 on {len(_DETECTION_CASES)} cases"
+    )
+
+
+def checkpoint_waste(fn) -> bool:
+    """Check Lab 14's exercise: ``fn(interval_s, checkpoint_cost_s, mtbf_s)``.
+
+    Besides the values, the waste must be smallest at Young's interval.
+    """
+    name = "checkpoint_waste"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function {name}")
+    for c, m in [(60.0, 48 * 3600.0), (600.0, 3 * 3600.0), (5.0, 1000.0)]:
+        young = young_daly_interval(c, m)
+        taus = young * np.geomspace(0.25, 4.0, 41)
+        got = []
+        for tau in taus:
+            value, stub = _call(fn, name, float(tau), c, m)
+            if stub is not None:
+                return stub
+            got.append(value)
+        want = c / taus + taus / (2 * m)
+        got = np.asarray(got, dtype=float)
+        if np.allclose(got, want, rtol=1e-9):
+            continue
+        if np.allclose(got, c / taus + taus / m, rtol=1e-9):
+            hint = "a failure lands on average halfway through an interval: tau / 2"
+        elif np.allclose(got, taus / (2 * m), rtol=1e-9):
+            hint = "each interval also pays one checkpoint: C / tau"
+        else:
+            hint = (
+                "waste = time writing checkpoints + work lost to failures, per second"
+            )
+        best = taus[int(np.argmin(got))]
+        raise AssertionError(
+            f"{name}(tau, C={c}, M={m}) is off: at tau = Young's {young:,.0f} s it "
+            f"returned {got[20]:.4g}, expected {want[20]:.4g} (your minimum is at "
+            f"{best:,.0f} s). Hint: {hint}."
+        )
+    return passed(name, "right values, and smallest at sqrt(2 C M) on 3 jobs")
