@@ -77,3 +77,26 @@ def test_widget_redraws_and_explains_a_bad_choice():
     assert "multiple of p" in status.value
     with pytest.raises(ValueError, match="stages=1"):
         cl.ui.pipeline_schedule_widget(stages=1)
+
+
+def test_tp_cost_sweep_grows_with_degree_and_jumps_across_nodes():
+    df = cl.viz.tensor_parallel.tp_cost_sweep(models=("Llama 2 7B",))
+    share = df.set_index("tp")["tp_share"]
+    assert share[1] == 0.0
+    assert share.is_monotonic_increasing
+    assert share[16] > 2 * share[8]  # NVLink inside a node, InfiniBand across
+    with pytest.raises(ValueError, match="tp=3 must divide"):
+        cl.viz.tensor_parallel.tp_cost_sweep(tp_values=(3,))
+    with pytest.raises(ValueError, match="model='GPT-9'"):
+        cl.viz.tensor_parallel.tp_cost_sweep(models=("GPT-9",))
+
+
+def test_tp_cost_chart_and_widget():
+    df = cl.viz.tensor_parallel.tp_cost_sweep()
+    spec = cl.viz.tensor_parallel.tp_cost_chart(df).to_dict()
+    assert spec["params"][0]["bind"]["input"] == "radio"
+    assert len(spec["params"][0]["bind"]["options"]) == 3
+    box = cl.ui.tensor_parallel.tp_cost_widget()
+    assert "TP 8" in box.children[1].value
+    with pytest.raises(ValueError, match="model='x'"):
+        cl.ui.tensor_parallel.tp_cost_widget("x")
