@@ -8,6 +8,7 @@ nothing here computes a model or runs anything.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from .messages import _check_columns
@@ -33,6 +34,10 @@ def _n_x() -> alt.X:
     )
 
 
+def _wide_legend() -> alt.Legend:
+    return alt.Legend(orient="bottom", direction="vertical", labelLimit=400)
+
+
 def straggler_growth_chart(
     df: pd.DataFrame,
     title: str = "The slowest of N runs further ahead as N grows",
@@ -50,7 +55,7 @@ def straggler_growth_chart(
             x=_n_x(),
             y=alt.Y("excess_sd:Q", title="E[slowest] − mean (standard deviations)"),
             color=alt.Color("series:N", title="distribution"),
-            strokeDash=alt.StrokeDash("series:N", legend=None),
+            strokeDash=alt.StrokeDash("series:N", title="distribution"),
             tooltip=[
                 "series",
                 alt.Tooltip("n_workers:Q", title="N", format="d"),
@@ -86,10 +91,13 @@ def straggler_scaling_chart(
         alt.Tooltip("n_workers:Q", title="N", format="d"),
         alt.Tooltip("step_ratio:Q", title="step / mean", format=".4f"),
     ]
+    # A rule at 1 (no stragglers) keeps small differences in proportion.
+    one = pd.DataFrame({"step_ratio": [1.0]})
     layers = [
-        alt.Chart(model).mark_line().encode(x=_n_x(), y=y, color=color, tooltip=tips)
+        alt.Chart(one).mark_rule(color="#999", strokeDash=[2, 2]).encode(y=y),
+        alt.Chart(model).mark_line().encode(x=_n_x(), y=y, color=color, tooltip=tips),
     ]
-    subtitle = "lines: model (order statistics)"
+    subtitle = "lines: model (order statistics); grey: no stragglers"
     if sim is not None:
         _check_columns(sim, ["n_workers", "series", "step_ratio"])
         layers.append(
@@ -146,6 +154,9 @@ def straggler_sweep_chart(
             x=_n_x(),
             y=alt.Y("step_ratio:Q", title=RATIO_AXIS, scale=alt.Scale(zero=False)),
             color=alt.Color("mitigation:N", title="mitigation"),
+            # Dashes let a line that lies on another (no backups below 20
+            # workers) show through it.
+            strokeDash=alt.StrokeDash("mitigation:N", title="mitigation"),
             tooltip=[
                 "mitigation",
                 alt.Tooltip("n_workers:Q", title="N", format="d"),
@@ -174,7 +185,8 @@ def straggler_rounds_chart(
         df: columns ``scenario, engine, round, step_s``.
     """
     _check_columns(df, ["scenario", "engine", "round", "step_s"])
-    data = df.assign(step_ms=df["step_s"] * 1e3)
+    source = np.where(df["engine"] == "real", "real run", "simulation, same draws")
+    data = df.assign(step_ms=df["step_s"] * 1e3, source=source)
     return (
         alt.Chart(data)
         .mark_line(point=True)
@@ -183,10 +195,10 @@ def straggler_rounds_chart(
             y=alt.Y(
                 "step_ms:Q", title="time per step (ms)", scale=alt.Scale(zero=False)
             ),
-            color=alt.Color("engine:N", title="source"),
+            color=alt.Color("source:N", title="source"),
             tooltip=[
                 "scenario",
-                "engine",
+                "source",
                 "round",
                 alt.Tooltip("step_ms:Q", format=".2f"),
             ],
@@ -215,8 +227,8 @@ def straggler_compare_chart(
         .encode(
             x=alt.X("step_ms:Q", title="mean time per step (ms)"),
             y=alt.Y("scenario:N", title=None, sort=None),
-            color=alt.Color("source:N", title="source"),
-            shape=alt.Shape("source:N", title="source"),
+            color=alt.Color("source:N", title="source", legend=_wide_legend()),
+            shape=alt.Shape("source:N", title="source", legend=_wide_legend()),
             tooltip=["scenario", "source", alt.Tooltip("step_ms:Q", format=".2f")],
         )
         .properties(title=title, height=alt.Step(34))
