@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from ..dist.data_parallel import dp_mlp
+from ..dist.data_parallel import dp_mlp, one_thread_per_rank
 from ..dist.launcher import LaunchError, launch
 from ._common import check_timeout_s, not_attempted, passed
 
@@ -13,6 +13,7 @@ __all__ = ["average_gradients"]
 
 
 def _avg_worker(rank, world_size, answer, seed):
+    one_thread_per_rank()
     model = dp_mlp(width=8, depth=1, seed=seed)
     gen = torch.Generator().manual_seed(seed + 7919 * rank)
     for p in model.parameters():  # each rank's own gradient, as after backward()

@@ -36,6 +36,7 @@ __all__ = [
     "dp_mlp",
     "dp_train_worker",
     "flat_params",
+    "one_thread_per_rank",
     "rank_device",
 ]
 
@@ -44,6 +45,17 @@ __all__ = [
 
 #: How gradients are averaged: per tensor by hand, or by DDP's buckets.
 DP_MODES = ("hand", "ddp")
+
+
+def one_thread_per_rank() -> None:
+    """Compute on one CPU thread in this rank.
+
+    Two reasons. Ranks of every world size then compute alike (one core each),
+    so step times compare across world sizes. And a rank forked from a notebook
+    that has already run a multi-threaded (OpenMP) torch operation can hang in
+    its first multi-threaded operation; with one thread it never starts one.
+    """
+    torch.set_num_threads(1)
 
 
 def rank_device(rank: int) -> torch.device:
@@ -192,6 +204,7 @@ def dp_train_worker(
     for mode in modes:
         if mode not in DP_MODES:
             raise ValueError(f"modes={modes!r} holds {mode!r}: allowed {DP_MODES}")
+    one_thread_per_rank()
     device = rank_device(rank)
     args = (rank, world_size, device, steps, width, depth, batch_per_rank, seed, lr)
     return {mode: _train(mode, *args) for mode in modes}

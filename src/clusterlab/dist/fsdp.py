@@ -25,7 +25,7 @@ from torch.distributed.fsdp import fully_shard
 
 from .._validate import check_float, check_int
 from .backend import MAX_WORLD_SIZE
-from .data_parallel import dp_batch, dp_mlp, rank_device
+from .data_parallel import dp_batch, dp_mlp, one_thread_per_rank, rank_device
 from .launcher import launch
 
 __all__ = [
@@ -113,6 +113,7 @@ def fsdp_memory_worker(
     steps = check_int("steps", steps, 1, 1000)
     batch_per_rank = check_int("batch_per_rank", batch_per_rank, 1, 65536)
     lr = check_float("lr", lr, 0.0, 1.0, low_inclusive=False)
+    one_thread_per_rank()
     device = rank_device(rank)
     model = dp_mlp(width, depth, seed).to(device)
     n_params = sum(p.numel() for p in model.parameters())
