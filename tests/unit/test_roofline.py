@@ -177,6 +177,7 @@ def test_charts_have_titles_units_and_page_controls():
     assert not any("bind" in p for p in fixed["params"])
     links = v.link_rates_chart(v.published_data("interconnect_rates")).to_dict()
     assert "GB/s" in str(links) and "radio" in str(links["params"])
+    assert "x2" in links["encoding"]  # bars on a log axis need a start above zero
     assert "sliders" not in str(v.cores_chart().to_dict())  # slider names are units
     pub = v.published_data("collective_busbw_published")
     measured = pd.DataFrame(

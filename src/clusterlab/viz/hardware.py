@@ -203,17 +203,23 @@ def link_rates_chart(
         alt.Chart(data)
         .transform_calculate(
             rate_GBps="(count == 'per direction' ? datum.per_direction_Bps"
-            " : datum.both_directions_Bps) / 1e9"
+            " : datum.both_directions_Bps) / 1e9",
+            base_GBps="5",  # a log axis has no zero: bars start at its left edge
         )
         .mark_bar()
         .encode(
-            y=alt.Y("link:N", sort="-x", title=None),
+            y=alt.Y("link:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
             x=alt.X(
                 "rate_GBps:Q",
                 scale=alt.Scale(type="log", domain=[5, 2000]),
                 title="rate (GB/s, log scale)",
             ),
-            color=alt.Color("scope:N", title="where the link sits"),
+            x2="base_GBps:Q",
+            color=alt.Color(
+                "scope:N",
+                title="where the link sits",
+                legend=alt.Legend(orient="bottom", labelLimit=320),
+            ),
             tooltip=["link", "scope", alt.Tooltip("rate_GBps:Q", format=".1f")],
         )
         .add_params(pick)
