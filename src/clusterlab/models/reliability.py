@@ -108,8 +108,10 @@ def goodput(
     c = check_float("checkpoint_cost_s", checkpoint_cost_s, 0.0)
     m = _pos("mtbf_s", mtbf_s)
     r = check_float("restart_s", restart_s, 0.0)
-    # expm1 keeps precision when the segment is a tiny fraction of the MTBF.
-    g = tau / (m * math.exp(r / m) * np.expm1((tau + c) / m))
+    # expm1 keeps precision when the segment is a tiny fraction of the MTBF; when
+    # it is many MTBFs long, the goodput underflows to 0 rather than overflowing.
+    with np.errstate(over="ignore"):
+        g = tau / m * np.exp(-r / m) / np.expm1((tau + c) / m)
     return float(g) if g.ndim == 0 else g
 
 
