@@ -113,3 +113,19 @@ def test_widgets_update_within_200_ms(make, values):
         if value == values[0]:
             assert shown.value != before, "the widget did not redraw"
     assert best < 0.2, f"a widget update took {best * 1e3:.0f} ms (budget 200 ms)"
+
+
+def test_fsdp_bytes_check_against_solution_stub_and_wrong_answers(capsys):
+    assert cl.check.fsdp_bytes_per_rank(cl.solutions.fsdp_bytes_per_rank) is True
+    assert "\u2714 fsdp_bytes_per_rank" in capsys.readouterr().out
+
+    def stub(n_params, world_size, zero_stage):
+        raise NotImplementedError
+
+    assert cl.check.fsdp_bytes_per_rank(stub) is False
+    with pytest.raises(AssertionError, match="not everything is sharded"):
+        cl.check.fsdp_bytes_per_rank(lambda n, w, s: 16 * n / w)
+    with pytest.raises(AssertionError, match="divided by world_size"):
+        cl.check.fsdp_bytes_per_rank(lambda n, w, s: 16 * n)
+    with pytest.raises(AssertionError, match="Adam's moments"):
+        cl.check.fsdp_bytes_per_rank(lambda n, w, s: 18 * n / w)

@@ -9,7 +9,7 @@ from ..dist.data_parallel import dp_mlp, one_thread_per_rank
 from ..dist.launcher import LaunchError, launch
 from ._common import check_timeout_s, not_attempted, passed
 
-__all__ = ["average_gradients"]
+__all__ = ["average_gradients", "fsdp_bytes_per_rank"]
 
 
 def _avg_worker(rank, world_size, answer, seed):
@@ -104,3 +104,49 @@ def average_gradients(fn, world_sizes=(2, 4)) -> bool:
         name,
         f"every rank holds the mean gradient on {sizes} ranks, with one all-reduce",
     )
+
+
+def fsdp_bytes_per_rank(fn) -> bool:
+    """Check Lab 09's exercise: model-state bytes per rank, fp32 Adam, any ZeRO stage.
+
+    Args:
+        fn: the reader's ``fsdp_bytes_per_rank(n_params, world_size, zero_stage)``.
+
+    Returns:
+        True when it passes, False when ``fn`` is still a stub.
+    """
+    from ..models.memory import training_memory
+
+    name = "fsdp_bytes_per_rank"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function fsdp_bytes_per_rank")
+    for n_params in (1e6, 7e9):
+        for world_size in (1, 2, 8, 64):
+            for stage in (0, 1, 2, 3):
+                try:
+                    got = float(fn(n_params, world_size, stage))
+                except NotImplementedError:
+                    return not_attempted(name)
+                want = training_memory(
+                    n_params,
+                    dp=world_size,
+                    zero_stage=stage,
+                    weight_bytes=4,
+                    grad_bytes=4,
+                    optimizer_bytes=8,
+                )["total"]
+                if abs(got - want) <= 1e-9 * want:
+                    continue
+                if abs(got - 16 * n_params / world_size) <= 1e-9 * want:
+                    hint = "below stage 3 not everything is sharded"
+                elif abs(got - 16 * n_params) <= 1e-9 * want:
+                    hint = "the sharded parts are divided by world_size"
+                else:
+                    hint = (
+                        "weights 4 B, gradients 4 B, Adam's moments 8 B per parameter"
+                    )
+                raise AssertionError(
+                    f"{name}({n_params:g}, {world_size}, {stage}) returned {got:,.0f} "
+                    f"bytes; the ZeRO formula gives {want:,.0f}: {hint}"
+                )
+    return passed(name, "matches ZeRO's formula for stages 0-3 and 1-64 ranks")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-__all__ = ["average_gradients"]
+__all__ = ["average_gradients", "fsdp_bytes_per_rank"]
 
 
 def average_gradients(model: torch.nn.Module, world_size: int) -> None:
@@ -24,3 +24,15 @@ def average_gradients(model: torch.nn.Module, world_size: int) -> None:
     for g in grads:
         g.copy_(bucket[offset : offset + g.numel()].view_as(g))
         offset += g.numel()
+
+
+def fsdp_bytes_per_rank(n_params: float, world_size: int, zero_stage: int) -> float:
+    """Lab 09: bytes of model state per rank for fp32 weights and Adam, ZeRO stage s.
+
+    Weights (4 bytes per parameter) are sharded from stage 3, gradients
+    (4 bytes) from stage 2, Adam's two moments (8 bytes) from stage 1.
+    """
+    weights = 4 * n_params / (world_size if zero_stage >= 3 else 1)
+    grads = 4 * n_params / (world_size if zero_stage >= 2 else 1)
+    optimizer = 8 * n_params / (world_size if zero_stage >= 1 else 1)
+    return weights + grads + optimizer
