@@ -61,9 +61,10 @@ def _threshold_rule(threshold_s: float):
         {"skew_s": [threshold_s], "label": [f"{threshold_s * 1e3:g} ms"]}
     )
     base = alt.Chart(rule)
-    line = base.mark_rule(strokeDash=[4, 4], color="#000").encode(y="skew_s:Q")
+    # Typed channel objects: Altair builds them without searching its schema.
+    line = base.mark_rule(strokeDash=[4, 4], color="#000").encode(y=alt.Y("skew_s:Q"))
     text = base.mark_text(align="left", dx=4, dy=-7, color="#000").encode(
-        y="skew_s:Q", x=alt.value(0), text="label:N"
+        y=alt.Y("skew_s:Q"), x=alt.XValue(0), text=alt.Text("label:N")
     )
     return line + text
 
@@ -110,7 +111,8 @@ def skew_chart(
     _check_columns(skew_df, ["time_s", "skew_s", "protocol"])
     # Clocks set equal at the start have no skew, which a log axis cannot show.
     data = skew_df[skew_df["skew_s"] > 0]
-    data = data.assign(time_min=data["time_s"] / 60)
+    # Only the columns drawn: the spec carries (and validates) every value.
+    data = data.assign(time_min=data["time_s"] / 60)[["protocol", "time_min", "skew_s"]]
     lines = (
         alt.Chart(data)
         .mark_line()
@@ -223,7 +225,7 @@ def skew_explorer_chart(
             "' ppm, sync every ' + format(pow(2, log_interval), '.3~g') + ' s'"
         )
         .mark_text(align="left", baseline="top", dx=4, dy=4, fontSize=12)
-        .encode(x=alt.value(0), y=alt.value(0), text="text:N")
+        .encode(x=alt.XValue(0), y=alt.YValue(0), text=alt.Text("text:N"))
     )
     return (
         alt.layer(lines, _threshold_rule(threshold_s), label)
