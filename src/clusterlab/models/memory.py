@@ -191,20 +191,12 @@ def training_memory(
     zero_stage = check_int("zero_stage", zero_stage, 0, 3)
     schedule = check_choice("schedule", schedule, SCHEDULES)
     recompute = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    local = n / (tp * pp)
-    # (bytes per parameter, its argument name, first ZeRO stage that shards it)
-    kinds = {
-        "weights": (weight_bytes, "weight_bytes", 3),
-        "grads": (grad_bytes, "grad_bytes", 2),
-        "optimizer": (optimizer_bytes, "optimizer_bytes", 1),
-    }
-    out = {}
-    for key, (nbytes, name, stage) in kinds.items():
-        nbytes = check_float(name, nbytes, 0.0)
-        out[key] = local * nbytes / (dp if zero_stage >= stage else 1)
+    wb = check_float("weight_bytes", weight_bytes, 0.0)
+    gb = check_float("grad_bytes", grad_bytes, 0.0)
+    ob = check_float("optimizer_bytes", optimizer_bytes, 0.0)
     shape = (n_layers, hidden, seq_len)
     if all(v is None for v in shape):
-        out["activations"] = 0.0
+        per_layer, layers, in_flight = 0.0, 0, 0
     elif any(v is None for v in shape):
         raise ValueError(
             f"n_layers={n_layers!r}, hidden={hidden!r}, seq_len={seq_len!r}: "
@@ -223,8 +215,23 @@ def training_memory(
             sequence_parallel=sequence_parallel,
             recompute=recompute,
         )
-        out["activations"] = per_layer * math.ceil(n_layers / pp) * in_flight
-    out["total"] = sum(out[k] for k in ("weights", "grads", "optimizer", "activations"))
+        layers = math.ceil(n_layers / pp)
+    return _memory_parts(
+        n, tp, pp, dp, zero_stage, (wb, gb, ob), per_layer * layers * in_flight
+    )
+
+
+def _memory_parts(n, tp, pp, dp, zero_stage, state_bytes, activations) -> dict:
+    """The arithmetic of :func:`training_memory`, on checked inputs (fast path)."""
+    local = n / (tp * pp)
+    wb, gb, ob = state_bytes
+    out = {
+        "weights": local * wb / (dp if zero_stage >= 3 else 1),
+        "grads": local * gb / (dp if zero_stage >= 2 else 1),
+        "optimizer": local * ob / (dp if zero_stage >= 1 else 1),
+        "activations": float(activations),
+    }
+    out["total"] = out["weights"] + out["grads"] + out["optimizer"] + activations
     return out
 
 

@@ -37,7 +37,7 @@ import pandas as pd
 
 from .._validate import check_float, check_int
 from .compute import H100_SXM, ModelShape, flops_per_token
-from .memory import RECOMPUTE_MODES, training_memory
+from .memory import RECOMPUTE_MODES, _memory_parts, activation_memory_per_layer
 from .pipeline import bubble_fraction
 
 __all__ = ["plan", "plan_row", "NVLINK_BUSBW_BPS", "NDR_BUSBW_BPS"]
@@ -74,6 +74,7 @@ def plan_row(
     intra_node_busbw_Bps: float = NVLINK_BUSBW_BPS,
     inter_node_busbw_Bps: float = NDR_BUSBW_BPS,
     matmul_efficiency: float = 0.8,
+    act_per_layer: float | None = None,
 ) -> dict:
     """Memory, bubble, communication and speed of one plan (see the module).
 
@@ -91,6 +92,8 @@ def plan_row(
         intra_node_busbw_Bps, inter_node_busbw_Bps: all-reduce bus bandwidth
             inside a node and between nodes, bytes/s.
         matmul_efficiency: share of peak the matmuls reach.
+        act_per_layer: activation bytes per layer, if already known (plan()
+            passes it so that a sweep computes it once per TP/SP/recompute).
 
     Returns:
         dict of plan, memory (bytes), ``fits``, micro-batches, bubble,
@@ -104,21 +107,16 @@ def plan_row(
     n_gpus = tp * pp * dp
     m_exact = batch / (dp * b)
     m = int(m_exact) if m_exact >= 1 and m_exact == int(m_exact) else 0
-    mem = training_memory(
-        model.n_params,
-        tp=tp,
-        pp=pp,
-        dp=dp,
-        zero_stage=zero_stage,
-        n_layers=model.n_layers,
-        hidden=model.hidden,
-        seq_len=s,
-        micro_batch=b,
-        n_heads=model.n_heads,
-        sequence_parallel=sequence_parallel,
-        recompute=recompute,
-        microbatches=max(m, 1),
-    )
+    if act_per_layer is None:
+        act_per_layer = activation_memory_per_layer(
+            model.hidden, s, b, model.n_heads, tp=tp,
+            sequence_parallel=sequence_parallel, recompute=recompute,
+        )  # fmt: skip
+    # Same arithmetic as training_memory (1F1B, min(pp, m) micro-batches held);
+    # plan() checks the inputs once instead of once per row.
+    in_flight = min(pp, max(m, 1))
+    act = act_per_layer * math.ceil(model.n_layers / pp) * in_flight
+    mem = _memory_parts(model.n_params, tp, pp, dp, zero_stage, (2, 2, 12), act)
     row = dict(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute)
     row["sequence_parallel"] = sequence_parallel
     row.update({f"{k}_bytes": v for k, v in mem.items()})
@@ -202,6 +200,8 @@ def plan(
     check_int("global_batch", global_batch, 1)
     max_pp = check_int("max_pp", max_pp, 1)
     rows = []
+    seq_len = kwargs.get("seq_len") or model.seq_len
+    act = {}  # activation bytes per layer, by (tp, sp, recompute)
     for tp in tp_options:
         tp = check_int("tp", tp, 1)
         if n_gpus % tp or model.n_heads % tp:
@@ -213,6 +213,11 @@ def plan(
             for zero in zero_stages if dp > 1 else (0,):
                 for rc in recompute_modes:
                     for sp in (False, True) if tp > 1 else (False,):
+                        if (tp, sp, rc) not in act:
+                            act[tp, sp, rc] = activation_memory_per_layer(
+                                model.hidden, seq_len, micro_batch, model.n_heads,
+                                tp=tp, sequence_parallel=sp, recompute=rc,
+                            )  # fmt: skip
                         rows.append(
                             plan_row(
                                 model,
@@ -224,6 +229,7 @@ def plan(
                                 sequence_parallel=sp,
                                 global_batch=global_batch,
                                 micro_batch=micro_batch,
+                                act_per_layer=act[tp, sp, rc],
                                 **kwargs,
                             )
                         )

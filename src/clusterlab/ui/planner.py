@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import html
+import json
+
+import altair as alt
 
 from ..models import compute
 from ..models.planner import plan
@@ -39,6 +43,29 @@ def _table(df, n=5) -> str:
     return f"<table>{head}{rows}</table>"
 
 
+class _FastChart:
+    """Redraw the planner chart by swapping its data and limit in a fixed spec.
+
+    Building and validating an Altair chart costs more than the model itself;
+    the spec's shape never changes between updates, so it is built once.
+    """
+
+    def __init__(self):
+        self.spec = None
+
+    def bundle(self, sweep, limit_GB):
+        if self.spec is None:
+            self.spec = planner_chart(sweep, limit_GB).to_dict()
+            big = max(self.spec["datasets"].items(), key=lambda kv: len(kv[1]))
+            self.key = big[0]
+        spec = copy.copy(self.spec)
+        spec["datasets"] = dict(spec["datasets"])
+        spec["datasets"][self.key] = json.loads(sweep.to_json(orient="records"))
+        spec["params"] = [dict(p, value=float(limit_GB)) for p in spec["params"]]
+        out = alt.renderers.get()(spec)
+        return out[0] if isinstance(out, tuple) else out
+
+
 def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
     """A live planner: dropdowns and sliders in, chart and best plans out.
 
@@ -65,6 +92,7 @@ def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
     status = w.HTML()
     out = w.Output()
 
+    chart = _FastChart()
     quiet = {"on": False}  # set while a model change moves two controls at once
 
     def update(*_):
@@ -87,7 +115,7 @@ def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
         status.value = head + _table(df)
         out.clear_output(wait=True)
         with out:
-            display(planner_chart(planner_sweep(df), 0.9 * mem.value))
+            display(chart.bundle(planner_sweep(df), 0.9 * mem.value), raw=True)
 
     def on_model(change):
         _, gpus, batch = PLANNER_MODELS[change["new"]]

@@ -80,24 +80,30 @@ def planner_chart(
 ) -> alt.LayerChart:
     """One model's plans: memory per GPU against MFU, with the memory line.
 
+    The line's height is a Vega-Lite parameter, ``usable_GB``, so a widget can
+    move it by changing one number in the spec.
+
     Args:
         sweep: output of :func:`planner_sweep`.
         memory_limit_GB: usable memory per GPU (GB), drawn as the line.
         title: chart title.
     """
     _check(sweep, ["memory_GB", "mfu", "recompute", "zero_stage", "plan"])
-    limit = float(memory_limit_GB)
+    limit = alt.param(name="usable_GB", value=float(memory_limit_GB))
     rule = (
-        alt.Chart(pd.DataFrame({"memory_GB": [limit]}))
+        alt.Chart(pd.DataFrame({"one": [1]}))
+        .transform_calculate(memory_GB="usable_GB")
         .mark_rule(color="#D55E00", strokeDash=[6, 3])
         .encode(y="memory_GB:Q")
     )
     subtitle = (
-        f"each point is a plan; faint points need more than {limit:.0f} GB "
+        "each point is a plan; faint points do not fit in the usable memory "
         "(dashed line); further right runs faster"
     )
-    return alt.layer(_points(alt.Chart(sweep), limit), rule).properties(
-        title=alt.TitleParams(title, subtitle=subtitle)
+    return (
+        alt.layer(_points(alt.Chart(sweep), "usable_GB"), rule)
+        .add_params(limit)
+        .properties(title=alt.TitleParams(title, subtitle=subtitle))
     )
 
 
