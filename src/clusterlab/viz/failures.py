@@ -39,7 +39,7 @@ def survivor_chart(
     _check_columns(df, ["fault", "rank", "learned_s"])
     return (
         alt.Chart(df)
-        .mark_bar()
+        .mark_point(filled=True, size=120)
         .encode(
             x=alt.X(
                 "learned_s:Q",
@@ -57,6 +57,7 @@ def survivor_chart(
                 subtitle="a killed peer closes its sockets; a frozen one is "
                 "found only by the timeout",
             ),
+            width=440,
             height=120,
         )
     )
@@ -95,8 +96,8 @@ def _heartbeat_panels(base: alt.Chart) -> alt.HConcatChart:
             ],
         )
     )
-    left = alt.layer(det_model, det_sim).properties(width=300, height=240)
-    right = alt.layer(fa_model, fa_sim).properties(width=300, height=240)
+    left = alt.layer(det_model, det_sim).properties(width=250, height=240)
+    right = alt.layer(fa_model, fa_sim).properties(width=250, height=240)
     return alt.hconcat(left, right)
 
 
@@ -189,7 +190,12 @@ def goodput_chart(
         young_s, daly_s: intervals to mark, seconds.
     """
     _check_columns(sweep, ["interval_s", "goodput", "model_goodput"])
-    x = alt.X("interval_s:Q", scale=alt.Scale(type="log"), title=INTERVAL_AXIS)
+    domain = [float(sweep["interval_s"].min()), float(sweep["interval_s"].max())]
+    x = alt.X(
+        "interval_s:Q",
+        scale=alt.Scale(type="log", domain=domain, nice=False),
+        title=INTERVAL_AXIS,
+    )
     lo = max(0.0, float(sweep[["goodput", "model_goodput"]].min().min()) - 0.02)
     y = alt.Y(
         "goodput:Q", scale=alt.Scale(domain=[lo, 1.0]), title="goodput (fraction)"
@@ -210,7 +216,7 @@ def goodput_chart(
     layers = [line, points]
     marks = []
     if young_s is not None:
-        marks.append({"interval_s": young_s, "rule": "Young sqrt(2CM)"})
+        marks.append({"interval_s": young_s, "rule": "Young"})
     if daly_s is not None:
         marks.append({"interval_s": daly_s, "rule": "Daly"})
     if marks:
@@ -218,11 +224,13 @@ def goodput_chart(
             alt.Chart(pd.DataFrame(marks))
             .mark_rule(strokeWidth=2)
             .encode(
-                x="interval_s:Q",
+                x=x,
                 color=alt.Color(
                     "rule:N",
                     title="interval rule",
-                    scale=alt.Scale(range=["#E69F00", "#009E73"]),
+                    scale=alt.Scale(
+                        domain=["Young", "Daly"], range=["#E69F00", "#009E73"]
+                    ),
                 ),
                 tooltip=["rule", alt.Tooltip("interval_s:Q", format=",.0f")],
             )
