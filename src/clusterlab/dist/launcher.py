@@ -143,7 +143,9 @@ def _launch(fn, world_size, backend, timeout, start_method, kwargs):
 
     workdir = tempfile.mkdtemp(prefix="clusterlab-launch-")
     ctx = mp.get_context(method)
-    threads = max(1, (os.cpu_count() or 1) // world_size)
+    # A forked rank must not use OpenMP threads: the parent's thread pool does not
+    # survive fork, and a multi-threaded op in the child can then hang forever.
+    threads = 1 if method == "fork" else max(1, (os.cpu_count() or 1) // world_size)
     procs, readers = [], []
     t0 = time.monotonic()
     try:
