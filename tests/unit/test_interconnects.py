@@ -119,3 +119,26 @@ def test_more_bandwidth_never_lengthens_a_step(
 def test_more_stolen_bandwidth_never_helps(f, c1, c2):
     lo, hi = sorted((c1, c2))
     assert ic.contention_drop(f, lo) <= ic.contention_drop(f, hi) + 1e-12
+
+
+def test_network_charts_carry_their_controls():
+    spec = cl.viz.allreduce_algorithms_chart(cl.viz.allreduce_model_sweep()).to_dict()
+    names = {p["name"] for p in spec["params"]}
+    assert {"alpha_us", "bw_GBps", "log2_bytes"} <= names
+    sweep = ic.interconnect_sweep([7e9, 70e9], [4096, 8192], [1, 8])
+    spec = cl.viz.step_time_chart(sweep).to_dict()
+    assert {"model_B", "nics", "log2_tok"} <= {p["name"] for p in spec["params"]}
+    assert "params" not in cl.viz.step_time_chart(sweep, controls=False).to_dict()
+    assert cl.viz.contention_chart().to_dict()["layer"]
+    with pytest.raises(ValueError, match="lacks"):
+        cl.viz.ring_timing_chart(sweep)
+
+
+def test_network_widgets_build_and_redraw():
+    calc = cl.ui.interconnect_calculator()
+    note = calc.children[2]
+    assert "H3 says 78%" in note.value
+    calc.children[0].children[2].value = 8  # eight NICs per node
+    assert "H3 says 78%" in note.value
+    algo = cl.ui.allreduce_algorithm_explorer()
+    algo.children[0].children[2].value = 20
