@@ -221,15 +221,14 @@ def expected_step_time(
         # The (n - b)-th fastest is a slow worker exactly when more than b are slow.
         round_s = h * base_s * (f if s > b else 1.0)
         return (round_s + allreduce_s) / h
-    tail = _TAIL
     if h == 1:
-        lo, hi = _support(base_s, jitter, cv, tail)
+        lo, hi = _support(base_s, jitter, cv, _TAIL)
         # Log-spaced points follow a log-normal's long tail without losing its bulk.
         space = np.geomspace if jitter == "lognormal" else np.linspace
         grid = space(lo, hi, _GRID)
         cdf = lambda t: compute_time_cdf(t, base_s, jitter, cv)  # noqa: E731
     else:
-        edges, values = _sum_cdf(base_s, jitter, cv, h, tail)
+        edges, values = _sum_cdf(base_s, jitter, cv, h, _TAIL)
         grid, space = edges, np.linspace
         cdf = lambda t: np.interp(t, edges, values, left=0.0, right=1.0)  # noqa: E731
     # Fine points where each group switches from running to done; between the
