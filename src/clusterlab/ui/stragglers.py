@@ -74,8 +74,11 @@ def _display_unvalidated(chart) -> None:
     validated once by the tests, so the widget does not pay for it each time.
     """
     import altair as alt
+    from IPython import get_ipython
     from IPython.display import display
 
+    if get_ipython() is None:  # no front end to draw on (a script, a test)
+        return
     spec = chart.to_dict(validate=False, context={"pre_transform": False})
     bundle = alt.renderers.get()(spec)
     if isinstance(bundle, tuple):
