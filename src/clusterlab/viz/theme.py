@@ -9,8 +9,9 @@ Where the JavaScript that draws a chart comes from depends on where it is shown:
   chart is a ``<div>`` plus a call to the ``vegaEmbed`` function that the site
   serves from its own ``_static`` folder: no page fetches a script;
 * in local Jupyter (JupyterLab, Notebook, VS Code), where a workshop may have no
-  network, the chart carries the Vega bundle of ``vl-convert-python`` with it
-  the first time a page needs it, so it draws offline;
+  network, every chart output carries the Vega bundle of ``vl-convert-python``
+  (about 1 MB), which it runs only if the page has no Vega yet, so it draws
+  offline even when opened alone;
 * on Colab, or where ``vl-convert-python`` is not installed, Altair's own
   renderer draws it (loading Vega from a CDN).
 """
