@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: book test bench lab clean
+.PHONY: book test bench lab clean wheelhouse
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (or newer)")'
@@ -27,6 +27,12 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark.py
+
+# For a workshop with no network: every package the labs need, in wheelhouse/
+# (the editable line of requirements.txt is left out: it is this folder).
+wheelhouse: $(VENV)/.installed
+	grep -v '^-e' requirements.txt > $(VENV)/pins.txt
+	$(BIN)/pip download --quiet -d wheelhouse -r $(VENV)/pins.txt jupyterlab setuptools
 
 clean:
 	rm -rf _build .pytest_cache

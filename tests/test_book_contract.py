@@ -104,3 +104,29 @@ def test_the_claim_list_matches_the_source_material_when_it_is_beside_the_repo()
         pytest.skip("CLAIMS.md is not beside this checkout")
     ids = re.findall(r"^- \*\*([A-Z]\d)\*\*", claims.read_text(), flags=re.M)
     assert sorted(ids) == sorted(CLAIM_IDS)
+
+
+def _ledger_rows():
+    ledger = (ROOT / "book" / "appendix" / "claims_ledger.md").read_text()
+    rows = {}
+    for line in ledger.splitlines():
+        m = re.match(r"^\| *([A-Z]\d) *\|(.*)\|\s*$", line)
+        if m:
+            rows[m.group(1)] = [cell.strip() for cell in m.group(2).split(" | ")]
+    return rows
+
+
+@pytest.mark.parametrize("claim", CLAIM_IDS)
+def test_every_claim_has_a_verdict_a_section_and_a_check(claim):
+    cells = _ledger_rows().get(claim)
+    assert cells and len(cells) == 4, (
+        f"{claim}: expected claim | where | check | verdict"
+    )
+    _, where, check, verdict = cells
+    assert re.match(r"^\*(holds|holds only if|does not hold, because)\b", verdict), (
+        f"{claim}: the verdict must start with *holds*, *holds only if* or "
+        f"*does not hold, because*: {verdict[:80]!r}"
+    )
+    assert "not yet" not in verdict.lower(), f"{claim} is not decided yet"
+    assert "{doc}" in where or "{ref}" in where, f"{claim}: no link to its section"
+    assert "{doc}" in check or "{ref}" in check, f"{claim}: no link to what checks it"
