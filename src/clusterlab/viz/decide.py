@@ -65,9 +65,10 @@ def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChar
         title="recommendation",
         scale=alt.Scale(domain=list(CHOICE_COLORS), range=list(CHOICE_COLORS.values())),
     )
+    # Points, not bars: a bar on a log axis has no zero to start from.
     bars = (
         alt.Chart(bars_df)
-        .mark_bar()
+        .mark_circle(size=220, opacity=1)
         .encode(
             y=alt.Y("workload:N", sort=names, title=None),
             x=alt.X(
@@ -93,6 +94,7 @@ def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChar
         .transform_filter("datum.workload == workload_pick")
         .mark_text(align="left", fontSize=13)
         .encode(
+            x=alt.value(0),  # left-aligned at the start of the plot
             y=alt.Y("line:O", axis=None),
             text="reason:N",
         )
@@ -103,7 +105,7 @@ def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChar
         height=220,
         title=alt.TitleParams(
             "Which workloads belong on GPUs",
-            subtitle="bars: one GPU against one CPU core, per unit of work, at the "
+            subtitle="points: one GPU against one CPU core, per unit of work, at the "
             "prices given; pick a workload to read its reasons",
         ),
     )
