@@ -6,8 +6,7 @@ import torch
 import torch.distributed as dist
 
 from ..dist.data_parallel import dp_mlp, one_thread_per_rank
-from ..dist.launcher import LaunchError, launch
-from ._common import check_timeout_s, not_attempted, passed
+from ._common import launch_answer, not_attempted, passed
 
 __all__ = ["average_gradients", "fsdp_bytes_per_rank"]
 
@@ -72,26 +71,17 @@ def average_gradients(fn, world_sizes=(2, 4)) -> bool:
         raise ValueError(f"fn={fn!r} must be your function average_gradients")
     calls = 0
     for n in world_sizes:
-        try:
-            results = launch(
-                _avg_worker,
-                n,
-                backend="gloo",
-                timeout=check_timeout_s(),
-                answer=fn,
-                seed=2024,
-            )
-        except LaunchError as err:
-            errors = [r for r in err.reports if r.status == "error"]
-            if errors and all(
-                r.error.startswith("NotImplementedError") for r in errors
-            ):
-                return not_attempted(name)
-            first = err.reports[err.failed_ranks[0]].summary()
-            raise AssertionError(
-                f"{name} failed on {n} ranks: {first}. If it ran out of time, "
-                "check that every rank calls the same collectives in the same order."
-            ) from None
+        results = launch_answer(
+            name,
+            _avg_worker,
+            n,
+            "If it ran out of time, "
+            "check that every rank calls the same collectives in the same order.",
+            answer=fn,
+            seed=2024,
+        )
+        if results is None:
+            return not_attempted(name)
         _verdict(results, n, name)
         calls = max(calls, results[0]["calls"])
     if calls > 1:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dist.launcher import LaunchError, launch
-from ._common import check_timeout_s, not_attempted, passed, short
+from ._common import launch_answer, not_attempted, passed, short
 
 __all__ = ["reduce_then_broadcast"]
 
@@ -23,28 +22,18 @@ def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function reduce_then_broadcast")
     for n in world_sizes:
-        try:
-            results = launch(
-                _rtb_worker,
-                n,
-                backend="gloo",
-                timeout=check_timeout_s(),
-                answer=fn,
-                seed=1234,
-            )
-        except LaunchError as err:
-            if all(
-                r.error.startswith("NotImplementedError")
-                for r in err.reports
-                if r.status == "error"
-            ) and any(r.status == "error" for r in err.reports):
-                return not_attempted(name)
-            first = err.reports[err.failed_ranks[0]].summary()
-            raise AssertionError(
-                f"{name} failed on {n} ranks: {first}. If it ran out of time, look "
-                "for a recv with no matching send (both ranks waiting for each "
-                "other is a deadlock)."
-            ) from None
+        results = launch_answer(
+            name,
+            _rtb_worker,
+            n,
+            "If it ran out of time, look "
+            "for a recv with no matching send (both ranks waiting for each "
+            "other is a deadlock).",
+            answer=fn,
+            seed=1234,
+        )
+        if results is None:
+            return not_attempted(name)
         expected = sum(r["mine"] for r in results)
         for rank, r in enumerate(results):
             got = r["got"]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..dist.launcher import LaunchError, launch
 from ..dist.ring import ring_reduce_scatter
-from ._common import check_timeout_s, not_attempted, passed, short
+from ._common import launch_answer, not_attempted, passed, short
 
 __all__ = ["ring_allgather"]
 
@@ -47,27 +46,18 @@ def ring_allgather(fn, world_sizes=(2, 3, 4)) -> bool:
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function ring_allgather")
     for n in world_sizes:
-        try:
-            results = launch(
-                _ag_worker,
-                n,
-                backend="gloo",
-                timeout=check_timeout_s(),
-                answer=fn,
-                seed=2024,
-            )
-        except LaunchError as err:
-            errors = [r for r in err.reports if r.status == "error"]
-            if errors and all(
-                r.error.startswith("NotImplementedError") for r in errors
-            ):
-                return not_attempted(name)
-            first = err.reports[err.failed_ranks[0]].summary()
-            raise AssertionError(
-                f"{name} failed on {n} ranks: {first}. If it ran out of time, every "
-                "rank may be blocked in a send or a recv: post the send with "
-                "dist.isend, then recv, then wait for the send."
-            ) from None
+        results = launch_answer(
+            name,
+            _ag_worker,
+            n,
+            "If it ran out of time, every "
+            "rank may be blocked in a send or a recv: post the send with "
+            "dist.isend, then recv, then wait for the send.",
+            answer=fn,
+            seed=2024,
+        )
+        if results is None:
+            return not_attempted(name)
         expected = sum(r["mine"] for r in results)
         for rank, r in enumerate(results):
             if not torch.allclose(r["got"], expected):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..dist.launcher import LaunchError, launch
-from ._common import check_timeout_s, not_attempted, passed
+from ._common import launch_answer, not_attempted, passed
 
 __all__ = ["row_parallel_forward"]
 
@@ -54,26 +53,16 @@ def row_parallel_forward(fn, world_sizes=(2, 4)) -> bool:
     x, weight, bias = _problem(seed)
     expected = x @ weight.T + bias
     for n in world_sizes:
-        try:
-            results = launch(
-                _rpf_worker,
-                n,
-                backend="gloo",
-                timeout=check_timeout_s(),
-                answer=fn,
-                seed=seed,
-            )
-        except LaunchError as err:
-            errors = [r for r in err.reports if r.status == "error"]
-            if errors and all(
-                r.error.startswith("NotImplementedError") for r in errors
-            ):
-                return not_attempted(name)
-            first = err.reports[err.failed_ranks[0]].summary()
-            raise AssertionError(
-                f"{name} failed on {n} ranks: {first}. If it ran out of time, check "
-                "that every rank calls the same collective."
-            ) from None
+        results = launch_answer(
+            name,
+            _rpf_worker,
+            n,
+            "If it ran out of time, check that every rank calls the same collective.",
+            answer=fn,
+            seed=seed,
+        )
+        if results is None:
+            return not_attempted(name)
         for rank, r in enumerate(results):
             got = r["got"]
             if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
