@@ -175,11 +175,11 @@ def test_charts_have_titles_units_and_page_controls():
     assert all("bind" in p for p in busbw["params"])
     fixed = v.busbw_model_chart(1e-4, 1e9, interactive=False).to_dict()
     assert not any("bind" in p for p in fixed["params"])
-    links = v.link_rates_chart(v.published_data("interconnect_rates")).to_dict()
+    links = v.link_rates_chart(cl.published.load("interconnect_rates")).to_dict()
     assert "GB/s" in str(links) and "radio" in str(links["params"])
     assert "x2" in links["encoding"]  # bars on a log axis need a start above zero
     assert "sliders" not in str(v.cores_chart().to_dict())  # slider names are units
-    pub = v.published_data("collective_busbw_published")
+    pub = cl.published.load("collective_busbw_published")
     measured = pd.DataFrame(
         {"op": ["all_reduce"], "size_bytes": [2**20], "busbw_Bps": [1e9]}
     )
@@ -197,7 +197,7 @@ def test_roofline_points_say_which_roof_binds():
 
 def test_published_data_names_unknown_tables():
     with pytest.raises(ValueError, match="name='nope'"):
-        cl.viz.hardware.published_data("nope")
+        cl.published.load("nope")
 
 
 @pytest.mark.parametrize("which", ["roofline", "busbw"])

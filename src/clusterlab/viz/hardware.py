@@ -1,21 +1,21 @@
 """Charts of cluster hardware: links, collective bandwidth and the roofline.
 
-Builders take tidy DataFrames (measurements from ``cl.perf`` or published tables
-from ``data/``) and return Altair charts. Charts meant for the static book carry
-Vega-Lite parameters bound to sliders or radio buttons, so they stay interactive
-without a kernel; nothing here measures or prints.
+Builders take tidy DataFrames (measurements from ``cl.perf`` or published
+tables from ``cl.published.load``) and return Altair charts. Charts meant for
+the static book carry Vega-Lite parameters bound to sliders or radio buttons,
+so they stay interactive without a kernel; nothing here measures or prints.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
 from ..models.roofline import attainable_flops
+from .messages import _check_columns as _check
 
 __all__ = [
     "busbw_model_chart",
@@ -23,41 +23,12 @@ __all__ = [
     "cores_chart",
     "link_rates_chart",
     "published_busbw_chart",
-    "published_data",
     "roofline_chart",
     "roofline_points",
 ]
 
 SIZE_AXIS = "message size (bytes, log scale)"
 BUSBW_AXIS = "bus bandwidth (GB/s, log scale)"
-_DATA = Path(__file__).resolve().parents[3] / "data"
-
-
-def published_data(name: str) -> pd.DataFrame:
-    """A published table from ``data/<name>.csv`` (with its source columns).
-
-    Uses ``cl.published.load`` where the package provides it; otherwise reads
-    the CSV beside the package's source tree.
-    """
-    try:
-        from .. import published  # type: ignore[attr-defined]
-
-        return published.load(name)
-    except ImportError:
-        pass
-    path = _DATA / f"{name}.csv"
-    if not path.exists():
-        known = sorted(p.stem for p in _DATA.glob("*.csv"))
-        raise ValueError(f"name={name!r} is not a published table; choose from {known}")
-    return pd.read_csv(path)
-
-
-def _check(df, needed) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def busbw_vs_published_chart(
