@@ -21,7 +21,7 @@ from clusterlab.models.collectives import allreduce_time
 )
 def test_bucket_overlap_never_beats_its_bounds(backward_s, grad_bytes, n, buckets):
     alpha_s, bw = 1e-5, 1e10
-    t = cl.dist.bucket_overlap_time(backward_s, grad_bytes, n, alpha_s, bw, buckets)
+    t = cl.models.bucket_overlap_time(backward_s, grad_bytes, n, alpha_s, bw, buckets)
     last = allreduce_time(grad_bytes / buckets, n, alpha_s, bw)
     # done no earlier than the backward pass, nor than the last bucket after it
     assert t["done_s"] >= backward_s + last - 1e-12
@@ -31,21 +31,21 @@ def test_bucket_overlap_never_beats_its_bounds(backward_s, grad_bytes, n, bucket
 
 
 def test_one_bucket_hides_nothing_and_many_pay_latency():
-    one = cl.dist.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 1)
+    one = cl.models.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 1)
     assert one["exposed_s"] == pytest.approx(one["comm_s"])
-    eight = cl.dist.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 8)
+    eight = cl.models.bucket_overlap_time(0.2, 3e8, 8, 5e-6, 45e9, 8)
     assert eight["done_s"] < one["done_s"]  # overlap wins on a compute-heavy step
-    latency_bound = cl.dist.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 8)
+    latency_bound = cl.models.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 8)
     assert (
         latency_bound["done_s"]
-        > cl.dist.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 1)["done_s"]
+        > cl.models.bucket_overlap_time(1e-4, 1e3, 8, 1e-3, 45e9, 1)["done_s"]
     )
     with pytest.raises(ValueError, match="buckets=0"):
-        cl.dist.bucket_overlap_time(0.1, 1e6, 2, 1e-5, 1e9, 0)
+        cl.models.bucket_overlap_time(0.1, 1e6, 2, 1e-5, 1e9, 0)
 
 
 def test_zero_sweep_matches_the_sixteen_bytes_rule():
-    df = cl.dist.zero_memory_sweep([1e9], dp_list=[1, 8], stages=[0, 3])
+    df = cl.models.zero_memory_sweep([1e9], dp_list=[1, 8], stages=[0, 3])
     total = df.groupby(["dp", "zero_stage"])["bytes"].sum()
     assert total[(1, 0)] == pytest.approx(16e9)
     assert total[(8, 0)] == pytest.approx(16e9)
@@ -62,9 +62,9 @@ def _params(chart):
 
 
 def test_static_twins_have_their_radio_buttons():
-    sweep = cl.dist.bucket_sweep(1e-3, 8e5, 5e-4, 3e9)
+    sweep = cl.models.bucket_sweep(1e-3, 8e5, 5e-4, 3e9)
     assert {"ranks", "scale"} <= _params(cl.viz.bucket_chart(sweep))
-    zero = cl.dist.zero_memory_sweep()
+    zero = cl.models.zero_memory_sweep()
     spec = cl.viz.zero_memory_chart(zero).to_dict()
     assert {"stage", "model"} <= _params(cl.viz.zero_memory_chart(zero))
     assert "80 GB" in json.dumps(spec["title"])

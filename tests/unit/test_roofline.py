@@ -168,7 +168,7 @@ def _machines():
 def test_charts_have_titles_units_and_page_controls():
     v = cl.viz.hardware
     wl = rl.workload_table()
-    roof = v.roofline_chart(_machines(), wl).to_dict()
+    roof = cl.viz.roofline.roofline_chart(_machines(), wl).to_dict()
     assert "FLOP/s" in str(roof) and "radio" in str(roof["params"])
     busbw = v.busbw_model_chart(1e-4, 1e9).to_dict()
     assert {p["name"] for p in busbw["params"]} == {"n", "log_a", "log_b"}
@@ -178,7 +178,8 @@ def test_charts_have_titles_units_and_page_controls():
     links = v.link_rates_chart(cl.published.load("interconnect_rates")).to_dict()
     assert "GB/s" in str(links) and "radio" in str(links["params"])
     assert "x2" in links["encoding"]  # bars on a log axis need a start above zero
-    assert "sliders" not in str(v.cores_chart().to_dict())  # slider names are units
+    cores = cl.viz.roofline.cores_chart().to_dict()
+    assert "sliders" not in str(cores)  # slider names are units
     pub = cl.published.load("collective_busbw_published")
     measured = pd.DataFrame(
         {"op": ["all_reduce"], "size_bytes": [2**20], "busbw_Bps": [1e9]}
@@ -188,7 +189,7 @@ def test_charts_have_titles_units_and_page_controls():
 
 
 def test_roofline_points_say_which_roof_binds():
-    pts = cl.viz.hardware.roofline_points(_machines(), rl.workload_table())
+    pts = cl.viz.roofline.roofline_points(_machines(), rl.workload_table())
     h100 = pts[pts["machine"] == "H100 SXM5"].set_index("workload")
     assert h100.at["LLM training", "bound"] == "compute"
     assert h100.at["LLM training", "attainable_flops"] == pytest.approx(H100_PEAK)

@@ -17,21 +17,16 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import pandas as pd
 import torch
 import torch._dynamo  # noqa: F401 - see below
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from .._validate import check_float, check_int
-from ..models.collectives import allreduce_time
 
 __all__ = [
     "DP_MODES",
     "allreduce_gradients",
-    "bucket_overlap_time",
-    "bucket_sweep",
     "dp_batch",
     "dp_mlp",
     "dp_train_worker",
@@ -208,95 +203,6 @@ def dp_train_worker(
     device = rank_device(rank)
     args = (rank, world_size, device, steps, width, depth, batch_per_rank, seed, lr)
     return {mode: _train(mode, *args) for mode in modes}
-
-
-def bucket_overlap_time(
-    backward_s: float,
-    grad_bytes: float,
-    world_size: int,
-    alpha_s: float,
-    bw_Bps: float,
-    buckets: int = 1,
-) -> dict:
-    """When the last gradient all-reduce ends, if DDP sends ``buckets`` buckets.
-
-    The model behind DDP's buckets: the backward pass produces gradients at an
-    even rate; a bucket's all-reduce may start once its gradients are ready and
-    the previous bucket's all-reduce is done (one at a time, as on one stream).
-    Each costs the ring all-reduce of ``grad_bytes / buckets`` bytes
-    (``cl.models.collectives.allreduce_time``). Few buckets start late; many
-    buckets pay the latency many times.
-
-    Args:
-        backward_s: seconds of the backward pass, >= 0.
-        grad_bytes: bytes of gradients per rank, >= 0.
-        world_size: ranks, in [1, 10**7].
-        alpha_s: latency of one all-reduce step, seconds, >= 0.
-        bw_Bps: bytes/s per rank and direction, > 0.
-        buckets: buckets the gradients are split into, in [1, 100000].
-
-    Returns:
-        dict: ``comm_s`` (all buckets' all-reduce time), ``done_s`` (backward and
-        all-reduces both finished) and ``exposed_s`` (``done_s - backward_s``,
-        the communication the backward pass did not hide), all in seconds.
-    """
-    backward_s = check_float("backward_s", backward_s, 0.0)
-    grad_bytes = check_float("grad_bytes", grad_bytes, 0.0)
-    buckets = check_int("buckets", buckets, 1, 100_000)
-    per_bucket_s = allreduce_time(grad_bytes / buckets, world_size, alpha_s, bw_Bps)
-    end_s = 0.0
-    for i in range(buckets):
-        ready_s = (i + 1) * backward_s / buckets
-        end_s = max(end_s, ready_s) + per_bucket_s
-    done_s = max(end_s, backward_s)
-    return {
-        "comm_s": buckets * per_bucket_s,
-        "done_s": done_s,
-        "exposed_s": done_s - backward_s,
-    }
-
-
-def bucket_sweep(
-    backward_s: float,
-    grad_bytes: float,
-    alpha_s: float,
-    bw_Bps: float,
-    *,
-    world_sizes=(2, 4, 8, 16, 64),
-    compute_scales=(1, 10, 100),
-    buckets=tuple(2**k for k in range(9)),
-) -> pd.DataFrame:
-    """``bucket_overlap_time`` over a grid, as a tidy DataFrame for a chart.
-
-    Args:
-        backward_s, grad_bytes, alpha_s, bw_Bps: as for ``bucket_overlap_time``.
-        world_sizes: ranks to try.
-        compute_scales: factors on ``backward_s`` (a slower or larger model's
-            backward pass over the same gradients), each > 0.
-        buckets: bucket counts to try.
-
-    Returns:
-        Columns ``world_size, compute_scale, buckets, backward_s, comm_s,
-        done_s, exposed_s``.
-    """
-    rows = []
-    for n in world_sizes:
-        for scale in compute_scales:
-            scale = check_float("compute_scales", scale, 0.0, low_inclusive=False)
-            for k in buckets:
-                t = bucket_overlap_time(
-                    backward_s * scale, grad_bytes, n, alpha_s, bw_Bps, k
-                )
-                rows.append(
-                    {
-                        "world_size": int(n),
-                        "compute_scale": scale,
-                        "buckets": int(k),
-                        "backward_s": backward_s * scale,
-                        **t,
-                    }
-                )
-    return pd.DataFrame(rows).astype({"compute_scale": np.float64})
 
 
 if __name__ == "__main__":  # pragma: no cover - a demonstration from the shell

@@ -34,7 +34,6 @@ __all__ = [
     "fsdp_vs_formula",
     "local_bytes",
     "measure_fsdp_memory",
-    "zero_memory_sweep",
 ]
 
 #: The three kinds of model state, named as in ``training_memory``'s result.
@@ -216,41 +215,6 @@ def fsdp_vs_formula(measured: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     out["ratio"] = out["measured_bytes"] / out["formula_bytes"]
     return out
-
-
-def zero_memory_sweep(
-    n_params_list=(1e9, 7e9, 70e9),
-    dp_list=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-    stages=(0, 1, 2, 3),
-) -> pd.DataFrame:
-    """Model state per GPU for every model size, DP degree and ZeRO stage.
-
-    Mixed-precision Adam (2 + 2 + 12 bytes per parameter, Rajbhandari et al.
-    2020), from ``clusterlab.models.memory.training_memory``; no activations.
-
-    Returns:
-        Tidy DataFrame ``n_params, dp, zero_stage, kind, bytes`` (one row per
-        kind: weights, grads, optimizer) plus ``total_bytes`` per combination.
-    """
-    from ..models.memory import training_memory
-
-    rows = []
-    for n_params in n_params_list:
-        for dp in dp_list:
-            for stage in stages:
-                mem = training_memory(n_params, dp=dp, zero_stage=stage)
-                for kind in FSDP_KINDS:
-                    rows.append(
-                        {
-                            "n_params": float(n_params),
-                            "dp": int(dp),
-                            "zero_stage": int(stage),
-                            "kind": kind,
-                            "bytes": mem[kind],
-                            "total_bytes": mem["total"],
-                        }
-                    )
-    return pd.DataFrame(rows)
 
 
 if __name__ == "__main__":  # pragma: no cover - a demonstration from the shell

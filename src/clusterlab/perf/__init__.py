@@ -1,9 +1,23 @@
 """Measurement: collective benchmarks in nccl-tests' conventions, alpha–beta fits."""
 
-from .alpha_beta import fit_alpha_beta
-from .collectives import BUSBW_FACTORS, OPS, bench_collective, busbw_factor
+from .alpha_beta import alpha_beta_holdout, fit_alpha_beta
+from .collectives import (
+    BUSBW_FACTORS,
+    OPS,
+    bench_collective,
+    bench_vs_plain_loop,
+    busbw_factor,
+)
 
-__all__ = ["BUSBW_FACTORS", "OPS", "bench_collective", "busbw_factor", "fit_alpha_beta"]
+__all__ = [
+    "BUSBW_FACTORS",
+    "OPS",
+    "alpha_beta_holdout",
+    "bench_collective",
+    "bench_vs_plain_loop",
+    "busbw_factor",
+    "fit_alpha_beta",
+]
 
 from .._lazy import lazy_attributes  # noqa: E402
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
 
 def _as_positive_array(name: str, values) -> np.ndarray:
@@ -63,3 +64,32 @@ def fit_alpha_beta(sizes, times) -> tuple[float, float]:
         alpha = float(np.sum(1.0 / t) / np.sum(1.0 / t**2))
     beta = math.inf if inv_beta == 0 else 1.0 / inv_beta
     return float(alpha), float(beta)
+
+
+def alpha_beta_holdout(df: pd.DataFrame) -> pd.DataFrame:
+    """Fit alpha–beta on every other size of a sweep and predict the sizes left out.
+
+    Args:
+        df: one row per size with ``size_bytes`` and ``time_s`` (at least 4 rows),
+            such as ``bench_collective`` returns.
+
+    Returns:
+        The held-out rows with ``predicted_s`` and ``rel_error`` (|measured −
+        predicted| / predicted) added; the fit's ``alpha_s`` and ``beta_Bps``
+        are in ``.attrs``.
+    """
+    if not isinstance(df, pd.DataFrame) or not {"size_bytes", "time_s"} <= set(
+        df.columns
+    ):
+        raise ValueError("df must be a DataFrame with size_bytes and time_s columns")
+    if len(df) < 4:
+        raise ValueError(f"df has {len(df)} rows; at least 4 sizes are needed")
+    ordered = df.sort_values("size_bytes").reset_index(drop=True)
+    fit, held = ordered.iloc[::2], ordered.iloc[1::2].copy()
+    alpha_s, beta_Bps = fit_alpha_beta(fit["size_bytes"], fit["time_s"])
+    held["predicted_s"] = alpha_s + held["size_bytes"] / beta_Bps
+    held["rel_error"] = (
+        np.abs(held["time_s"] - held["predicted_s"]) / held["predicted_s"]
+    )
+    held.attrs.update(alpha_s=alpha_s, beta_Bps=beta_Bps)
+    return held

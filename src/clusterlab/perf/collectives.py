@@ -11,6 +11,10 @@ bandwidths of nccl-tests' ``doc/PERFORMANCE.md``:
 * ``busbw = algbw * factor``, the rate each link must sustain, which makes
   different operations and world sizes comparable with the hardware's peak.
 
+``bench_vs_plain_loop`` checks the benchmark against itself: it times
+``dist.all_reduce`` in a plain loop and with ``bench_collective``'s own worker
+*in the same process group*, interleaved.
+
 Run it from a shell: ``python -m clusterlab.perf.collectives``.
 """
 
@@ -207,6 +211,82 @@ def _make_step(op, count, rank, world_size, device):
     return ping_pong
 
 
+def _plain_and_bench_worker(rank, world_size, *, size_bytes, iters, rounds):
+    """Time all_reduce by a plain loop and by bench_collective's worker, interleaved."""
+    import torch
+    import torch.distributed as dist
+
+    dev = (
+        torch.device("cuda", torch.cuda.current_device())
+        if dist.get_backend() == "nccl"
+        else torch.device("cpu")
+    )
+    x = torch.ones(size_bytes // 4, device=dev)
+    plain, bench = [], []
+    for _ in range(rounds):  # interleaved, so both see the same machine
+        for _ in range(2):
+            dist.all_reduce(x)
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(x)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        plain.append((time.perf_counter() - t0) / iters)
+        out = _bench_worker(  # a global, looked up at call time
+            rank,
+            world_size,
+            op="all_reduce",
+            sizes=[size_bytes],
+            iters=iters,
+            warmup=2,
+        )
+        bench.append(out["time_s"][0])
+    return min(plain), min(bench)
+
+
+def bench_vs_plain_loop(
+    size_bytes: int = 2**22,
+    world_size: int = 2,
+    iters: int = 10,
+    rounds: int = 3,
+    backend: str = "auto",
+) -> dict:
+    """Compare ``bench_collective``'s all-reduce time with a plain timing loop.
+
+    Both run in the same process group, interleaved ``rounds`` times; each keeps
+    its best round, and each is the slowest rank's time (a collective is done
+    only when every rank is).
+
+    Args:
+        size_bytes: all-reduce message in bytes, in [4, 2**30].
+        world_size: ranks, in [2, 64].
+        iters: all-reduces per timed block, in [1, 1000].
+        rounds: interleaved rounds, in [1, 20]; the best of each method is kept.
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"``.
+
+    Returns:
+        ``{"plain_s", "bench_s", "bench_over_plain"}``.
+    """
+    check_int("size_bytes", size_bytes, 4, 2**30)
+    check_int("world_size", world_size, 2, 64)
+    check_int("iters", iters, 1, 1000)
+    check_int("rounds", rounds, 1, 20)
+    per_rank = launch(
+        _plain_and_bench_worker,
+        world_size,
+        backend=backend,
+        timeout=120.0,
+        size_bytes=size_bytes - size_bytes % 4,
+        iters=iters,
+        rounds=rounds,
+    )
+    plain = max(p for p, _ in per_rank)
+    bench = max(b for _, b in per_rank)
+    return {"plain_s": plain, "bench_s": bench, "bench_over_plain": bench / plain}
+
+
 if __name__ == "__main__":
     table = bench_collective("all_reduce", [2**k for k in range(10, 25, 2)], 2)
     print(table.to_string(index=False))
+    print(bench_vs_plain_loop())

@@ -1,7 +1,7 @@
 """Widgets for data parallelism: ZeRO memory per GPU, and DDP's bucket count.
 
-Only wiring: each control change recomputes a model from ``clusterlab.dist``
-or ``clusterlab.models`` and redraws a chart from ``clusterlab.viz``.
+Only wiring: each control change recomputes a model from
+``clusterlab.models.data_parallel`` and redraws a chart from ``clusterlab.viz``.
 """
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 import html
 
 from .._validate import check_float
-from ..dist.data_parallel import bucket_sweep
-from ..dist.fsdp import zero_memory_sweep
+from ..models.data_parallel import bucket_sweep, zero_memory_sweep
 from ..viz.data_parallel import bucket_chart, zero_memory_chart
 
 __all__ = ["bucket_explorer", "zero_memory_explorer"]

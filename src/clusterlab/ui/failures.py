@@ -9,7 +9,8 @@ import numpy as np
 from ..models.reliability import daly_interval, young_daly_interval
 from ..sim.failures import JobParams, goodput_sweep
 from ..sim.heartbeat import HeartbeatParams, heartbeat_sweep
-from ..viz.failures import goodput_chart, heartbeat_chart
+from ..viz.checkpointing import goodput_chart
+from ..viz.failures import heartbeat_chart
 
 __all__ = ["goodput_widget", "heartbeat_widget"]
 

@@ -12,7 +12,8 @@ import math
 import pandas as pd
 
 from .._validate import check_float
-from ..viz.hardware import busbw_model_chart, roofline_chart
+from ..viz.hardware import busbw_model_chart
+from ..viz.roofline import roofline_chart
 
 __all__ = ["busbw_explorer", "roofline_explorer"]
 

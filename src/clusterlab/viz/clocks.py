@@ -1,9 +1,8 @@
-"""Charts of time: clock error and skew over time, and a space-time diagram.
+"""Charts of physical time: clock error and skew over time.
 
 ``clock_error_chart`` and ``skew_chart`` draw ``cl.sim.clocks.simulate``'s
 output; ``skew_explorer_chart`` draws a precomputed sweep with sliders and a
-radio button that work in the static book; ``spacetime_chart`` draws
-``cl.sim.logical_clocks.simulate_messages``'s events as lanes and arrows.
+radio button that work in the static book.
 """
 
 from __future__ import annotations
@@ -14,11 +13,12 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from ._checks import check_columns
+
 __all__ = [
     "clock_error_chart",
     "skew_chart",
     "skew_explorer_chart",
-    "spacetime_chart",
 ]
 
 SKEW_FLOOR_S = 1e-9  # a log axis cannot show zero; skews below 1 ns sit on it
@@ -29,14 +29,6 @@ _SECONDS_AXIS = alt.Axis(
 )
 _PROTOCOL_LABELS = {"none": "none", "ntp": "NTP-like", "ptp": "PTP-like"}
 _PROTOCOL_COLORS = {"none": "#D55E00", "ntp": "#0072B2", "ptp": "#009E73"}
-
-
-def _check_columns(df, needed) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def _protocol_color(protocols) -> alt.Color:
@@ -73,7 +65,7 @@ def clock_error_chart(
     df: pd.DataFrame, title: str = "Each node's clock error over time"
 ) -> alt.Chart:
     """Every node's error (local minus true time, ms) against time (minutes)."""
-    _check_columns(df, ["time_s", "node", "error_s", "drift_ppm"])
+    check_columns(df, ["time_s", "node", "error_s", "drift_ppm"])
     data = df.assign(
         time_min=df["time_s"] / 60,
         error_ms=df["error_s"] * 1e3,
@@ -108,7 +100,7 @@ def skew_chart(
     title: str = "Skew between the nodes' clocks",
 ) -> alt.LayerChart:
     """Skew (largest minus smallest error, log scale) over time, by protocol."""
-    _check_columns(skew_df, ["time_s", "skew_s", "protocol"])
+    check_columns(skew_df, ["time_s", "skew_s", "protocol"])
     # Clocks set equal at the start have no skew, which a log axis cannot show.
     data = skew_df[skew_df["skew_s"] > 0]
     # Only the columns drawn: the spec carries (and validates) every value.
@@ -155,7 +147,7 @@ def skew_explorer_chart(
     in the static book with no kernel. The radio button brings one protocol
     forward.
     """
-    _check_columns(
+    check_columns(
         sweep, ["max_drift_ppm", "sync_interval_s", "protocol", "time_s", "skew_s"]
     )
     drifts = np.log10(sorted(sweep["max_drift_ppm"].unique()))
@@ -236,133 +228,5 @@ def skew_explorer_chart(
                 subtitle="precomputed with cl.sim.clocks; dashed: "
                 f"{threshold_s * 1e3:g} ms, the skew in claim P2",
             )
-        )
-    )
-
-
-def _messages(events: pd.DataFrame, span, n: int, width: int, height: int):
-    sends = events[events["kind"] == "send"]
-    recvs = events[events["kind"] == "recv"]
-    m = sends.merge(recvs, on="msg", suffixes=("_s", "_r"))
-    out = pd.DataFrame({"msg": m["msg"], "lane_s": m["process_s"]})
-    out["lane_r"] = m["process_r"]
-    for clock in ("true", "wall"):
-        xs, xr = m[f"{clock}_s_s"] * 1e3, m[f"{clock}_s_r"] * 1e3
-        out[f"{clock}_xs"], out[f"{clock}_xr"] = xs, xr
-        # Arrowheads point along the arrow as drawn, in pixels (y grows down).
-        dx = (xr - xs) / span * width
-        dy = (out["lane_r"] - out["lane_s"]) / n * height
-        out[f"{clock}_angle"] = np.degrees(np.arctan2(dy, dx))
-    out["backwards"] = out["wall_xr"] < out["wall_xs"]
-    return out
-
-
-def spacetime_chart(
-    events: pd.DataFrame,
-    *,
-    width: int = 640,
-    lane_px: int = 90,
-    title: str = "A space-time diagram: processes as lanes, messages as arrows",
-) -> alt.LayerChart:
-    """Events on process lanes, messages as arrows, each event labelled with clocks.
-
-    Above each event is its Lamport time, below it its vector time. A radio
-    button switches the time axis between true time and each process's own
-    wall clock; with the wall clocks a message can point backwards in time
-    (drawn in vermillion), although Lamport and vector times still increase
-    along it.
-
-    Args:
-        events: ``simulate_messages``'s DataFrame.
-        width: plot width in pixels (used to angle the arrowheads).
-        lane_px: height of each process's lane, in pixels.
-    """
-    _check_columns(
-        events, ["event", "process", "kind", "msg", "true_s", "wall_s", "lamport"]
-    )
-    n = int(events["process"].max()) + 1
-    height = lane_px * n
-    ev = events.assign(
-        true_x=events["true_s"] * 1e3,
-        wall_x=events["wall_s"] * 1e3,
-        vec="[" + events["vector"].map(lambda v: ",".join(map(str, v))) + "]",
-        lam="L" + events["lamport"].astype(str),
-    )[["event", "process", "kind", "true_x", "wall_x", "vec", "lam"]]
-    lo = float(min(ev["true_x"].min(), ev["wall_x"].min()))
-    hi = float(max(ev["true_x"].max(), ev["wall_x"].max()))
-    pad = 0.04 * (hi - lo or 1.0)
-    lo, hi = lo - pad, hi + pad
-    msgs = _messages(events, hi - lo, n, width, height)
-    mode = alt.param(
-        name="time_axis",
-        value="true",
-        bind=alt.binding_radio(
-            options=["true", "wall"],
-            labels=["true time", "each process's own clock"],
-            name="time axis ",
-        ),
-    )
-    x_scale = alt.Scale(domain=[lo, hi], nice=False, zero=False)
-    y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True, zero=False)
-    x_title = "time (ms): true time, or each process's wall clock"
-    y_axis = alt.Axis(values=list(range(n)), labelExpr="'P' + datum.value", grid=False)
-    lanes = (
-        alt.Chart(pd.DataFrame({"lane": range(n)}))
-        .mark_rule(color="#999")
-        .encode(y=alt.Y("lane:Q", scale=y_scale, axis=y_axis, title="process"))
-    )
-    pick_x = "time_axis == 'true' ? datum.true_{0} : datum.wall_{0}"
-    base_m = alt.Chart(msgs).transform_calculate(
-        xs=pick_x.format("xs"),
-        xr=pick_x.format("xr"),
-        angle=pick_x.format("angle"),
-        back="time_axis == 'wall' && datum.backwards",
-    )
-    color = alt.condition("datum.back", alt.value("#D55E00"), alt.value("#0072B2"))
-    arrows = base_m.mark_rule(strokeWidth=1.8).encode(
-        x=alt.X("xs:Q", scale=x_scale, title=x_title),
-        x2="xr:Q",
-        y=alt.Y("lane_s:Q", scale=y_scale),
-        y2="lane_r:Q",
-        color=color,
-    )
-    # The head sits 80% of the way along, clear of the receive event's dot.
-    heads = (
-        base_m.transform_calculate(
-            hx="datum.xs + 0.8 * (datum.xr - datum.xs)",
-            hy="datum.lane_s + 0.8 * (datum.lane_r - datum.lane_s)",
-        )
-        .mark_point(shape="triangle-right", size=110, filled=True, opacity=1)
-        .encode(
-            x=alt.X("hx:Q", scale=x_scale),
-            y=alt.Y("hy:Q", scale=y_scale),
-            angle=alt.Angle("angle:Q", scale=None),
-            color=color,
-        )
-    )
-    base_e = alt.Chart(ev).transform_calculate(x=pick_x.format("x"))
-    x_enc = alt.X("x:Q", scale=x_scale)
-    y_enc = alt.Y("process:Q", scale=y_scale)
-    dots = base_e.mark_point(size=55, filled=True, color="#000").encode(
-        x=x_enc,
-        y=y_enc,
-        tooltip=["event", "kind", "lam", "vec", alt.Tooltip("x:Q", format=".2f")],
-    )
-    above = base_e.mark_text(dy=-12, fontSize=11).encode(x=x_enc, y=y_enc, text="lam")
-    below = base_e.mark_text(dy=13, fontSize=10, color="#444").encode(
-        x=x_enc, y=y_enc, text="vec"
-    )
-    return (
-        alt.layer(lanes, arrows, heads, dots, above, below)
-        .add_params(mode)
-        .properties(
-            width=width,
-            height=height,
-            title=alt.TitleParams(
-                title,
-                subtitle="above each event its Lamport time, below it its vector "
-                "time; vermillion: a message received before it was sent, "
-                "by the wall clocks",
-            ),
         )
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ._checks import check_columns
+
 __all__ = [
     "bucket_chart",
     "dp_step_chart",
@@ -21,16 +23,6 @@ GB = 1e9
 KIND_ORDER = ["weights", "grads", "optimizer"]
 
 
-def _check_columns(df, needed, name="df") -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(
-            f"{name} lacks the column(s) {missing}; it has {list(df.columns)}"
-        )
-
-
 def dp_step_chart(
     df: pd.DataFrame,
     title: str = "Where a data-parallel step's time goes on this machine",
@@ -40,7 +32,7 @@ def dp_step_chart(
     Args:
         df: columns ``world_size, mode, part, seconds`` (one row per part).
     """
-    _check_columns(df, ["world_size", "mode", "part", "seconds"])
+    check_columns(df, ["world_size", "mode", "part", "seconds"])
     data = df.assign(ms=df["seconds"] * 1e3)
     return (
         alt.Chart(data)
@@ -78,12 +70,12 @@ def bucket_chart(
     """Time until gradients are averaged against DDP's bucket count; radios pick.
 
     Args:
-        sweep: ``cl.dist.bucket_sweep``'s DataFrame.
+        sweep: ``cl.models.bucket_sweep``'s DataFrame.
         controls: radio buttons for ranks and compute scale (False: the sweep
             must hold one of each, as in the live widget).
     """
     need = ["world_size", "compute_scale", "buckets", "backward_s", "done_s"]
-    _check_columns(sweep, need, "sweep")
+    check_columns(sweep, need, "sweep")
     data = sweep.assign(done_ms=sweep["done_s"] * 1e3, bwd_ms=sweep["backward_s"] * 1e3)
     sizes = sorted(int(v) for v in data["world_size"].unique())
     scales = sorted(float(v) for v in data["compute_scale"].unique())
@@ -138,12 +130,12 @@ def zero_memory_chart(
     """Stacked bytes per GPU (weights, grads, optimizer) by DP degree; radios pick.
 
     Args:
-        sweep: ``cl.dist.zero_memory_sweep``'s DataFrame.
+        sweep: ``cl.models.zero_memory_sweep``'s DataFrame.
         gpu_bytes: a GPU's memory, drawn as a rule (default 80 GB, an H100).
         controls: radio buttons for stage and model size (False: the sweep must
             hold one of each, as in the live widget).
     """
-    _check_columns(sweep, ["n_params", "dp", "zero_stage", "kind", "bytes"], "sweep")
+    check_columns(sweep, ["n_params", "dp", "zero_stage", "kind", "bytes"], "sweep")
     data = sweep.assign(
         gb=sweep["bytes"] / GB,
         model=(sweep["n_params"] / 1e9).map(lambda b: f"{b:g}B"),
@@ -199,7 +191,7 @@ def fsdp_memory_chart(
         table: ``cl.dist.fsdp_vs_formula``'s DataFrame.
     """
     need = ["world_size", "kind", "measured_bytes", "formula_bytes"]
-    _check_columns(table, need, "table")
+    check_columns(table, need, "table")
     data = table.assign(
         measured_mb=table["measured_bytes"] / 1e6,
         formula_mb=table["formula_bytes"] / 1e6,

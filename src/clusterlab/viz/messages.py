@@ -14,17 +14,10 @@ import numpy as np
 import pandas as pd
 
 from ..models.collectives import alpha_beta_time
+from ._checks import check_columns
 
 SIZE_AXIS = "message size (bytes, log scale)"
 TIME_AXIS = "time per message (s, log scale)"
-
-
-def _check_columns(df: pd.DataFrame, needed) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def model_curve(
@@ -50,7 +43,7 @@ def message_time_chart(
     title: str = "Time per message against message size",
 ) -> alt.Chart:
     """Measured times (points, log–log) with the fitted alpha–beta line if given."""
-    _check_columns(df, ["size_bytes", "time_s", color])
+    check_columns(df, ["size_bytes", "time_s", color])
     x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
     y = alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS)
     points = (
@@ -98,7 +91,7 @@ def bandwidth_chart(
     title: str = "Bandwidth against message size",
 ) -> alt.Chart:
     """Bandwidth in GB/s against size: small messages pay latency, large ones stream."""
-    _check_columns(df, ["size_bytes", column, color])
+    check_columns(df, ["size_bytes", column, color])
     data = df.assign(gbps=df[column] / 1e9)
     label = "bus bandwidth" if column.startswith("busbw") else "bandwidth"
     return (
@@ -128,7 +121,7 @@ def alpha_beta_explorer(
     The sliders are Vega-Lite parameters, so they work in the static book
     with no Python kernel behind the page.
     """
-    _check_columns(df, ["size_bytes", "time_s"])
+    check_columns(df, ["size_bytes", "time_s"])
     lo, hi = float(df["size_bytes"].min()), float(df["size_bytes"].max())
     log_a = math.log10(max(alpha_s, 1e-7))
     log_b = math.log10(beta_Bps) if math.isfinite(beta_Bps) else 12.0
@@ -196,7 +189,7 @@ def world_size_chart(
     Points are single measurements; the line joins each size's median, so a
     size measured twice (say, once more from the live widget) stays one line.
     """
-    _check_columns(df, ["size_bytes", "time_s", "world_size"])
+    check_columns(df, ["size_bytes", "time_s", "world_size"])
     sizes = sorted(int(w) for w in df["world_size"].unique())
     pick = alt.selection_point(
         fields=["world_size"],

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..models.collectives import ALGORITHMS, allreduce_time
 from ..models.interconnects import contention_drop
+from ._checks import check_columns
 
 __all__ = [
     "allreduce_algorithms_chart",
@@ -24,14 +25,6 @@ __all__ = [
 ]
 
 _TIME_LOG = "time per all-reduce (s, log scale)"
-
-
-def _need(df, cols) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def allreduce_model_sweep(
@@ -82,7 +75,7 @@ def allreduce_algorithms_chart(
         df: ``allreduce_model_sweep`` output (or one case of it).
     """
     cols = ["algorithm", "gpus", "alpha_us", "bandwidth_GBps", "log2_bytes", "time_s"]
-    _need(df, cols)
+    check_columns(df, cols)
     alphas = sorted(df["alpha_us"].unique().tolist())
     bws = sorted(df["bandwidth_GBps"].unique().tolist())
     sizes = sorted(int(k) for k in df["log2_bytes"].unique())
@@ -142,7 +135,7 @@ def ring_timing_chart(
     Args:
         df: columns ``impl, world_size, size_bytes, time_s``.
     """
-    _need(df, ["impl", "world_size", "size_bytes", "time_s"])
+    check_columns(df, ["impl", "world_size", "size_bytes", "time_s"])
     sizes = sorted(int(w) for w in df["world_size"].unique())
     pick = alt.param(
         name="ranks",
@@ -192,7 +185,7 @@ def step_time_chart(
             case per link.
     """
     cols = ["link", "n_params", "tokens_per_gpu", "nics_per_node"]
-    _need(df, [*cols, "compute_s", "exposed_s", "step_s"])
+    check_columns(df, [*cols, "compute_s", "exposed_s", "step_s"])
     data = df.assign(
         params_B=(df["n_params"] / 1e9).round(1),
         log2_tokens=np.log2(df["tokens_per_gpu"]).round().astype(int),

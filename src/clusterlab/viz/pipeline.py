@@ -15,6 +15,7 @@ import pandas as pd
 
 from .._validate import check_int
 from ..models.pipeline import bubble_fraction, simulate_schedule, simulated_bubble
+from ._checks import check_columns
 
 __all__ = [
     "PIPELINE_EXPLORER_SCHEDULES",
@@ -33,14 +34,6 @@ PIPELINE_EXPLORER_SCHEDULES = {
     "1F1B": ("1f1b", 1),
     "interleaved 1F1B, v = 2": ("1f1b", 2),
 }
-
-
-def _check_columns(df: pd.DataFrame, needed) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def pipeline_gantt(
@@ -64,7 +57,7 @@ def pipeline_gantt(
         Bars (blue forward, orange backward) labelled with the micro-batch;
         the white gaps are the bubble.
     """
-    _check_columns(df, ["stage", "microbatch", "phase", "start", "end"])
+    check_columns(df, ["stage", "microbatch", "phase", "start", "end"])
     if subtitle is None:
         subtitle = (
             f"blue: forward, orange: backward; number: micro-batch; "
@@ -124,7 +117,7 @@ def pipeline_bubble_chart(
         stages: pipeline stages p, for the curve (p - 1) / (m + p - 1).
         title: the chart's title.
     """
-    _check_columns(df, ["microbatches", "schedule", "bubble"])
+    check_columns(df, ["microbatches", "schedule", "bubble"])
     p = check_int("stages", stages, 1)
     top = int(df["microbatches"].max())
     curve = pd.DataFrame({"microbatches": range(1, top + 1)})

@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ._checks import check_columns
+
 __all__ = ["planner_sweep", "planner_chart", "planner_explorer"]
 
 GB = 1e9
@@ -17,14 +19,6 @@ MEM_AXIS = "memory per GPU (GB, log scale)"
 MFU_AXIS = "estimated MFU (share of peak FLOP/s)"
 _KEEP = ["tp", "pp", "dp", "zero_stage", "recompute", "sequence_parallel"]
 _KEEP += ["memory_GB", "activations_GB", "bubble", "tokens_per_s", "mfu", "plan"]
-
-
-def _check(df, needed):
-    if not isinstance(df, pd.DataFrame):
-        raise ValueError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise ValueError(f"df lacks the column(s) {missing}; it has {list(df.columns)}")
 
 
 def planner_sweep(plans: pd.DataFrame, label: str | None = None) -> pd.DataFrame:
@@ -37,7 +31,7 @@ def planner_sweep(plans: pd.DataFrame, label: str | None = None) -> pd.DataFrame
     Returns:
         Rows whose batch split works (so MFU is defined), fewer columns.
     """
-    _check(plans, ["tp", "pp", "dp", "memory_bytes", "mfu", "recompute"])
+    check_columns(plans, ["tp", "pp", "dp", "memory_bytes", "mfu", "recompute"])
     df = plans[plans["batch_ok"]].copy()
     df["memory_GB"] = df["memory_bytes"] / GB
     df["activations_GB"] = df["activations_bytes"] / GB
@@ -88,7 +82,7 @@ def planner_chart(
         memory_limit_GB: usable memory per GPU (GB), drawn as the line.
         title: chart title.
     """
-    _check(sweep, ["memory_GB", "mfu", "recompute", "zero_stage", "plan"])
+    check_columns(sweep, ["memory_GB", "mfu", "recompute", "zero_stage", "plan"])
     limit = alt.param(name="usable_GB", value=float(memory_limit_GB))
     rule = (
         alt.Chart(pd.DataFrame({"one": [1]}))
@@ -121,7 +115,7 @@ def planner_explorer(
         usable_fraction: share of memory a plan may fill.
         title: chart title.
     """
-    _check(sweep, ["model", "memory_GB", "mfu", "plan"])
+    check_columns(sweep, ["model", "memory_GB", "mfu", "plan"])
     models = list(dict.fromkeys(sweep["model"]))
     pick = alt.param(
         name="model_pick",

@@ -11,7 +11,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .messages import _check_columns
+from ._checks import check_columns
 
 __all__ = [
     "straggler_compare_chart",
@@ -47,7 +47,7 @@ def straggler_growth_chart(
     Args:
         df: columns ``n_workers, series, excess_sd`` (``max_growth_table``).
     """
-    _check_columns(df, ["n_workers", "series", "excess_sd"])
+    check_columns(df, ["n_workers", "series", "excess_sd"])
     return (
         alt.Chart(df)
         .mark_line(point=True)
@@ -83,7 +83,7 @@ def straggler_scaling_chart(
         model: columns ``n_workers, series, step_ratio``.
         sim: optional simulated points, same columns.
     """
-    _check_columns(model, ["n_workers", "series", "step_ratio"])
+    check_columns(model, ["n_workers", "series", "step_ratio"])
     y = alt.Y("step_ratio:Q", title=RATIO_AXIS, scale=alt.Scale(zero=False))
     color = alt.Color("series:N", title="scenario")
     tips = [
@@ -99,7 +99,7 @@ def straggler_scaling_chart(
     ]
     subtitle = "lines: model (order statistics); grey: no stragglers"
     if sim is not None:
-        _check_columns(sim, ["n_workers", "series", "step_ratio"])
+        check_columns(sim, ["n_workers", "series", "step_ratio"])
         layers.append(
             alt.Chart(sim)
             .mark_point(shape="diamond", size=90)
@@ -121,7 +121,7 @@ def straggler_sweep_chart(
         df: ``cl.models.stragglers.step_time_sweep()``'s columns.
     """
     cols = ["n_workers", "jitter", "cv", "slow_factor", "mitigation", "step_ratio"]
-    _check_columns(df, cols)
+    check_columns(df, cols)
     jitters = list(dict.fromkeys(df["jitter"]))
     cvs = sorted(float(c) for c in df["cv"].unique())
     slows = sorted(float(f) for f in df["slow_factor"].unique())
@@ -184,7 +184,7 @@ def straggler_rounds_chart(
     Args:
         df: columns ``scenario, engine, round, step_s``.
     """
-    _check_columns(df, ["scenario", "engine", "round", "step_s"])
+    check_columns(df, ["scenario", "engine", "round", "step_s"])
     source = np.where(df["engine"] == "real", "real run", "simulation, same draws")
     data = df.assign(step_ms=df["step_s"] * 1e3, source=source)
     return (
@@ -219,7 +219,7 @@ def straggler_compare_chart(
     Args:
         df: columns ``scenario, source, step_s``.
     """
-    _check_columns(df, ["scenario", "source", "step_s"])
+    check_columns(df, ["scenario", "source", "step_s"])
     data = df.assign(step_ms=df["step_s"] * 1e3)
     return (
         alt.Chart(data)
