@@ -252,6 +252,11 @@ def _rank_main(
             timeout=timedelta(seconds=timeout),
             **init,
         )
+        # gloo connects every pair of ranks while the group is made; a rank that
+        # raced ahead, failed at once and exited would break a peer still
+        # connecting ("connectFullMesh failed"), hiding the real error. No rank
+        # starts fn until every rank is connected.
+        dist.barrier()
         value = fn(rank, world_size, **kwargs)
         report["value"] = pickle.dumps(_to_cpu(value))
         dist.destroy_process_group()
