@@ -100,7 +100,8 @@ def compute_time_cdf(t, base_s: float, jitter: str = "normal", cv: float = 0.1):
         logt = np.log(np.maximum(t, 1e-300))
         return np.where(t <= 0, 0.0, _phi((logt - mu) / s))
     shift, scale = base_s * (1 - cv), base_s * cv
-    return np.where(t <= shift, 0.0, -np.expm1(-(t - shift) / scale))
+    z = np.maximum(t - shift, 0.0) / scale  # clipped: no overflow below the shift
+    return np.where(t <= shift, 0.0, -np.expm1(-z))
 
 
 def _support(base_s: float, jitter: str, cv: float, tail: float):
