@@ -81,6 +81,17 @@ def daly_interval(checkpoint_cost_s: float, mtbf_s: float) -> float:
     return math.sqrt(2.0 * c * m) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - c
 
 
+def _goodput_args(interval_s, checkpoint_cost_s, mtbf_s, restart_s):
+    """Checked ``(tau, C, M, R)``; ``tau`` an array of finite intervals > 0."""
+    tau = np.asarray(interval_s, dtype=float)
+    if tau.size == 0 or not np.all(np.isfinite(tau)) or np.any(tau <= 0):
+        raise ValueError(f"interval_s={interval_s!r} must be finite numbers > 0")
+    c = check_float("checkpoint_cost_s", checkpoint_cost_s, 0.0)
+    m = _pos("mtbf_s", mtbf_s)
+    r = check_float("restart_s", restart_s, 0.0)
+    return tau, c, m, r
+
+
 def goodput(
     interval_s, checkpoint_cost_s: float, mtbf_s: float, restart_s: float = 0.0
 ):
@@ -102,12 +113,7 @@ def goodput(
     Returns:
         Goodput in (0, 1]: a float, or an array shaped like ``interval_s``.
     """
-    tau = np.asarray(interval_s, dtype=float)
-    if tau.size == 0 or not np.all(np.isfinite(tau)) or np.any(tau <= 0):
-        raise ValueError(f"interval_s={interval_s!r} must be finite numbers > 0")
-    c = check_float("checkpoint_cost_s", checkpoint_cost_s, 0.0)
-    m = _pos("mtbf_s", mtbf_s)
-    r = check_float("restart_s", restart_s, 0.0)
+    tau, c, m, r = _goodput_args(interval_s, checkpoint_cost_s, mtbf_s, restart_s)
     # expm1 keeps precision when the segment is a tiny fraction of the MTBF; when
     # it is many MTBFs long, the goodput underflows to 0 rather than overflowing.
     with np.errstate(over="ignore"):
@@ -123,12 +129,7 @@ def goodput_first_order(
     Good while ``tau + C`` is small against ``M``: failures then land uniformly
     in a segment and lose half of it on average. Arguments as in ``goodput``.
     """
-    tau = np.asarray(interval_s, dtype=float)
-    if tau.size == 0 or not np.all(np.isfinite(tau)) or np.any(tau <= 0):
-        raise ValueError(f"interval_s={interval_s!r} must be finite numbers > 0")
-    c = check_float("checkpoint_cost_s", checkpoint_cost_s, 0.0)
-    m = _pos("mtbf_s", mtbf_s)
-    r = check_float("restart_s", restart_s, 0.0)
+    tau, c, m, r = _goodput_args(interval_s, checkpoint_cost_s, mtbf_s, restart_s)
     g = 1.0 - c / tau - (tau / 2.0 + r) / m
     return float(g) if g.ndim == 0 else g
 
