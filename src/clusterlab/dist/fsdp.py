@@ -24,6 +24,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 from .._validate import check_float, check_int
+from ..models.data_parallel import STATE_KINDS as FSDP_KINDS
 from .backend import MAX_WORLD_SIZE
 from .data_parallel import dp_batch, dp_mlp, one_thread_per_rank, rank_device
 from .launcher import launch
@@ -35,9 +36,6 @@ __all__ = [
     "local_bytes",
     "measure_fsdp_memory",
 ]
-
-#: The three kinds of model state, named as in ``training_memory``'s result.
-FSDP_KINDS = ("weights", "grads", "optimizer")
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:

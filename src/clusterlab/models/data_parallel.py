@@ -16,8 +16,8 @@ from .memory import training_memory
 
 __all__ = ["bucket_overlap_time", "bucket_sweep", "zero_memory_sweep"]
 
-# the three kinds of model state, named as in training_memory's result
-_KINDS = ("weights", "grads", "optimizer")
+#: The three kinds of model state, named as in ``training_memory``'s result.
+STATE_KINDS = ("weights", "grads", "optimizer")
 
 
 def bucket_overlap_time(
@@ -128,7 +128,7 @@ def zero_memory_sweep(
         for dp in dp_list:
             for stage in stages:
                 mem = training_memory(n_params, dp=dp, zero_stage=stage)
-                for kind in _KINDS:
+                for kind in STATE_KINDS:
                     rows.append(
                         {
                             "n_params": float(n_params),
