@@ -3,6 +3,7 @@
 On a two-core machine bench/plain lands between about 0.8 and 1.3 and the
 held-out median error between about 8% and 32%; the bounds here are wider, to
 survive a loaded machine, but not a wrong iteration count or a wrong model.
+That the two agree is tested in ``tests/unit/test_bench_collective.py``.
 """
 
 import pandas as pd
@@ -13,20 +14,12 @@ import clusterlab as cl
 pytestmark = pytest.mark.dist
 
 
-def test_bench_vs_plain_loop_agree(no_leftover_processes):
-    # idle, 15 runs gave 0.79-1.31; one loaded run gave 0.55, so best of 5
-    # rounds and a 0.4-2.5 band: still far from a 10x iteration-count error
-    out = cl.perf.bench_vs_plain_loop(size_bytes=2**22, world_size=2, rounds=5)
-    assert set(out) == {"plain_s", "bench_s", "bench_over_plain"}
-    assert out["plain_s"] > 0 and out["bench_s"] > 0
-    assert 0.4 < out["bench_over_plain"] < 2.5, out
-
-
 def test_plain_loop_comparison_catches_a_skewed_benchmark(monkeypatch):
     """A benchmark that forgot to divide by its iteration count would fail.
 
     That error is a factor of ``iters`` (10 here); bench/plain swings about
-    0.5-2x on a loaded two-core machine, so 10x clears the 2.5x bound with room.
+    0.5-2x on a loaded two-core machine, so 10x lands well beyond the 2x
+    agreement bound; it is asked to exceed 2.5x.
     """
     from clusterlab.perf import collectives
 

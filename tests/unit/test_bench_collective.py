@@ -74,41 +74,15 @@ def test_bench_agrees_with_a_plain_timing_loop():
     A 4 MiB all-reduce is bandwidth-bound, so scheduling noise on a busy 2-core
     machine is small beside it; the bound still catches a missing barrier, a
     wrong iteration count or a bytes-versus-elements mix-up (each a >2x error).
+    ``bench_vs_plain_loop`` interleaves the two in one group and keeps the
+    slowest rank's best round of each.
     """
-    import time
-
-    import torch
-    import torch.distributed as dist
-
-    from clusterlab.perf.collectives import _bench_worker
-
-    size_bytes, iters = 2**22, 10
-
-    def both(rank, world_size):
-        x = torch.ones(size_bytes // 4)
-        plain, bench = [], []
-        for _ in range(5):  # interleaved, so both see the same machine
-            for _ in range(2):
-                dist.all_reduce(x)
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                dist.all_reduce(x)
-            plain.append((time.perf_counter() - t0) / iters)
-            out = _bench_worker(
-                rank,
-                world_size,
-                op="all_reduce",
-                sizes=[size_bytes],
-                iters=iters,
-                warmup=2,
-            )
-            bench.append(out["time_s"][0])
-        return min(plain), min(bench)
-
-    per_rank = cl.dist.launch(both, 2)
-    plain = max(p for p, _ in per_rank)  # a collective ends with its slowest rank
-    bench = max(b for _, b in per_rank)
+    out = cl.perf.bench_vs_plain_loop(
+        size_bytes=2**22, world_size=2, iters=10, rounds=5
+    )
+    assert set(out) == {"plain_s", "bench_s", "bench_over_plain"}
+    assert out["plain_s"] > 0 and out["bench_s"] > 0
+    plain, bench = out["plain_s"], out["bench_s"]
     assert 0.5 < bench / plain < 2.0, (plain, bench)
 
 
@@ -117,3 +91,44 @@ def test_ping_pong_time_grows_with_size():
     df = cl.perf.bench_collective("ping_pong", [4, 2**22], world_size=2)
     small, large = df["time_s"]
     assert large > 5 * small
+
+
+def _sleepy(rank, world_size, iters):
+    import time
+
+    calls = []
+
+    def step():
+        calls.append(1)
+        time.sleep(0.01 * (rank + 1))
+
+    best = cl.perf.time_in_group(step, iters=iters, repeats=2, warmup=1)
+    return best, len(calls)
+
+
+@pytest.mark.dist
+def test_time_in_group_gives_seconds_per_call_after_a_warm_up():
+    per_rank = cl.dist.launch(_sleepy, 2, iters=3)
+    for rank, (best, calls) in enumerate(per_rank):
+        assert calls == 1 + 2 * 3  # one warm-up call, two blocks of three
+        assert 0.01 * (rank + 1) <= best < 0.01 * (rank + 1) + 0.05, (rank, best)
+
+
+@pytest.mark.dist
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"iters": 0}, "iters=0"),
+        ({"repeats": 0}, "repeats=0"),
+        ({"warmup": -1}, "warmup=-1"),
+    ],
+)
+def test_time_in_group_names_a_bad_argument(kwargs, needle):
+    def bad(rank, world_size):
+        try:
+            cl.perf.time_in_group(lambda: None, **kwargs)
+        except ValueError as err:
+            return str(err)
+        return "no error"
+
+    assert needle in cl.dist.launch(bad, 1)[0]

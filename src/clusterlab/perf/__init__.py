@@ -7,6 +7,7 @@ from .collectives import (
     bench_collective,
     bench_vs_plain_loop,
     busbw_factor,
+    time_in_group,
 )
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "bench_vs_plain_loop",
     "busbw_factor",
     "fit_alpha_beta",
+    "time_in_group",
 ]
 
 from .._lazy import lazy_attributes  # noqa: E402

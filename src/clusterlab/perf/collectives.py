@@ -144,17 +144,65 @@ def _elements(op: str, size_bytes: int, world_size: int) -> int:
     return count
 
 
-def _bench_worker(rank, world_size, *, op, sizes, iters, warmup, repeats=1):
-    """Runs in every rank: time ``op`` for each size; return this rank's timings."""
+def _group_device():
+    """Where this rank's buffers live: its current GPU under NCCL, else the CPU."""
     import torch
     import torch.distributed as dist
 
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _sync(device) -> None:
+    """Wait for queued GPU work, so a timer stops when the work is done."""
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def time_in_group(step, iters: int = 1, repeats: int = 5, warmup: int = 1) -> float:
+    """Inside a rank: best seconds per call of ``step()``, every rank starting together.
+
+    ``warmup`` untimed calls first; then ``repeats`` blocks, each opened by a
+    barrier so that no rank starts early, of ``iters`` calls each, closed by
+    a GPU synchronise when the group runs NCCL. Noise only ever adds time, so
+    the best block is kept. A collective is done only when every rank is, so
+    the caller takes the slowest rank's result.
+
+    Args:
+        step: a function of no arguments (one collective, one matmul, …).
+        iters: calls per timed block, in [1, 100000].
+        repeats: timed blocks, in [1, 1000].
+        warmup: untimed calls before the first block, in [0, 1000].
+    """
+    import torch.distributed as dist
+
+    check_int("iters", iters, 1, 100_000)
+    check_int("repeats", repeats, 1, 1000)
+    check_int("warmup", warmup, 0, 1000)
+    device = _group_device()
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    best = float("inf")
+    for _ in range(repeats):
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            step()
+        _sync(device)
+        best = min(best, time.perf_counter() - t0)
+    return best / iters
+
+
+def _bench_worker(rank, world_size, *, op, sizes, iters, warmup, repeats=1):
+    """Runs in every rank: time ``op`` for each size; return this rank's timings."""
+    import torch.distributed as dist
+
     backend = dist.get_backend()
-    device = (
-        torch.device("cuda", torch.cuda.current_device())
-        if backend == "nccl"
-        else torch.device("cpu")
-    )
+    device = _group_device()
     out = {"backend": backend, "size_bytes": [], "time_s": [], "iters": []}
     for size_bytes in sizes:
         count = _elements(op, size_bytes, world_size)
@@ -162,20 +210,8 @@ def _bench_worker(rank, world_size, *, op, sizes, iters, warmup, repeats=1):
         n_iter = iters or n_iter
         n_warm = n_warm if warmup is None else warmup
         step = _make_step(op, count, rank, world_size, device)
-        for _ in range(n_warm):
-            step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        best = float("inf")
-        for _ in range(repeats):
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(n_iter):
-                step()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            best = min(best, time.perf_counter() - t0)
-        per_op = best / n_iter / (2 if op == "ping_pong" else 1)
+        best = time_in_group(step, n_iter, repeats, n_warm)
+        per_op = best / (2 if op == "ping_pong" else 1)
         out["size_bytes"].append(count * _ELEMENT_BYTES)
         out["time_s"].append(per_op)
         out["iters"].append(n_iter)
@@ -216,11 +252,7 @@ def _plain_and_bench_worker(rank, world_size, *, size_bytes, iters, rounds):
     import torch
     import torch.distributed as dist
 
-    dev = (
-        torch.device("cuda", torch.cuda.current_device())
-        if dist.get_backend() == "nccl"
-        else torch.device("cpu")
-    )
+    dev = _group_device()
     x = torch.ones(size_bytes // 4, device=dev)
     plain, bench = [], []
     for _ in range(rounds):  # interleaved, so both see the same machine
@@ -230,8 +262,7 @@ def _plain_and_bench_worker(rank, world_size, *, size_bytes, iters, rounds):
         t0 = time.perf_counter()
         for _ in range(iters):
             dist.all_reduce(x)
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
+        _sync(dev)
         plain.append((time.perf_counter() - t0) / iters)
         out = _bench_worker(  # a global, looked up at call time
             rank,
