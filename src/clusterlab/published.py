@@ -5,17 +5,24 @@ the provenance of each), shipped inside the package as ``clusterlab._published``
 so that a lab finds it wherever the package is installed, Colab included::
 
     cl.published.names()                 # the tables there are
-    df = cl.published.load("nvlink")     # one table as a DataFrame
+    df = cl.published.load("gpu_specs")  # one table as a DataFrame
+    row = cl.published.row("gpu_specs", part="H100 SXM5")   # one row
+    peak = cl.published.value("gpu_specs", "bf16_dense_flops", part="H100 SXM5")
+
+Models read their hardware, network, price and power figures through ``value``
+and ``row`` rather than typing them, so that each figure lives once, in a row
+that says where it comes from.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["load", "names"]
+__all__ = ["load", "names", "row", "value"]
 
 
 def _folder():
@@ -44,6 +51,11 @@ def load(name: str) -> pd.DataFrame:
         The table; its columns carry their units in their names, and its
         ``source`` column says where each row comes from.
     """
+    return _load(name).copy()
+
+
+@cache
+def _load(name: str) -> pd.DataFrame:
     available = names()
     if name not in available:
         raise ValueError(
@@ -51,3 +63,54 @@ def load(name: str) -> pd.DataFrame:
         )
     with (_folder() / f"{name}.csv").open("r", encoding="utf-8") as f:
         return pd.read_csv(f)
+
+
+def row(name: str, **match) -> pd.Series:
+    """The one row of a published table whose columns equal ``match``.
+
+    Args:
+        name: the table's name (see :func:`names`).
+        **match: column=value pairs that pick exactly one row, e.g.
+            ``part="H100 SXM5"``.
+
+    Returns:
+        The row as a Series (its ``source`` says where it comes from).
+    """
+    df = _load(name)
+    if not match:
+        raise ValueError(f"row({name!r}) needs column=value pairs that pick one row")
+    unknown = sorted(set(match) - set(df.columns))
+    if unknown:
+        raise ValueError(
+            f"{unknown} are not columns of {name!r}; its columns are {list(df.columns)}"
+        )
+    hit = df
+    for col, want in match.items():
+        hit = hit[hit[col] == want]
+    if len(hit) != 1:
+        choices = df[list(match)].drop_duplicates().to_dict("records")
+        raise ValueError(
+            f"{match} picks {len(hit)} rows of {name!r}, not one; rows are {choices}"
+        )
+    return hit.iloc[0].copy()
+
+
+def value(name: str, column: str, **match):
+    """One figure of a published table: ``row(name, **match)[column]``.
+
+    Args:
+        name: the table's name.
+        column: the column that holds the figure (its unit is in its name).
+        **match: column=value pairs that pick exactly one row.
+
+    Returns:
+        The figure (a float for numeric columns).
+    """
+    r = row(name, **match)
+    if column not in r.index:
+        raise ValueError(
+            f"column={column!r} is not a column of {name!r}; choose one of "
+            f"{list(r.index)}"
+        )
+    v = r[column]
+    return float(v) if isinstance(v, int | float) or hasattr(v, "dtype") else v

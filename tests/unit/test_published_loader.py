@@ -43,3 +43,25 @@ def test_the_wheel_ships_the_tables(tmp_path):
         if n.startswith("clusterlab/_published/")
     }
     assert shipped == set(CSVS)
+
+
+def test_value_reads_one_figure_of_one_row():
+    peak = cl.published.value("gpu_specs", "bf16_dense_flops", part="H100 SXM5")
+    df = cl.published.load("gpu_specs").set_index("part")
+    assert peak == df.loc["H100 SXM5", "bf16_dense_flops"]
+    assert isinstance(peak, float)
+
+
+def test_row_refuses_a_match_that_is_not_one_row():
+    with pytest.raises(ValueError, match="picks 0 rows"):
+        cl.published.row("gpu_specs", part="no such GPU")
+    with pytest.raises(ValueError, match="not columns"):
+        cl.published.row("gpu_specs", colour="green")
+    with pytest.raises(ValueError, match="column='nope'"):
+        cl.published.value("gpu_specs", "nope", part="H100 SXM5")
+
+
+def test_load_returns_a_copy_callers_may_change():
+    df = cl.published.load("gpu_specs")
+    df.loc[:, "tdp_W"] = 0
+    assert cl.published.value("gpu_specs", "tdp_W", part="H100 SXM5") > 0

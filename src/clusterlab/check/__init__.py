@@ -8,8 +8,8 @@ Each check takes the reader's function and
 
 A check never hangs: distributed answers run under ``cl.dist.launch`` with a
 short timeout (``CHECK_TIMEOUT_S``), so a deadlock becomes a hint, not a frozen
-notebook. Each topic's checks live in their own module (``messages`` for Lab 01,
-and so on); every name in a module's ``__all__`` is reachable as
+notebook. Each topic's checks live in their own module (``messages`` for
+message passing, and so on); every name in a module's ``__all__`` is reachable as
 ``cl.check.<name>``.
 """
 

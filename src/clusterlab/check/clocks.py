@@ -1,4 +1,4 @@
-"""Lab 02's exercise check: the happened-before test on vector timestamps."""
+"""Exercise check: the happened-before test on vector timestamps."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _history():
 
 
 def vector_happened_before(fn) -> bool:
-    """Check Lab 02's exercise on hand-picked pairs and on a random history."""
+    """Check the exercise on hand-picked pairs and on a random history."""
     name = "vector_happened_before"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function vector_happened_before")

@@ -1,4 +1,4 @@
-"""Lab 08's exercise check: average the gradients over ranks in one all-reduce."""
+"""Exercise check: average the gradients over ranks in one all-reduce."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _verdict(results, n, name):
 
 
 def average_gradients(fn, world_sizes=(2, 4)) -> bool:
-    """Check Lab 08's exercise: each rank's gradients become the mean over ranks.
+    """Check the exercise: each rank's gradients become the mean over ranks.
 
     Args:
         fn: the reader's ``average_gradients(model, world_size)``.
@@ -97,7 +97,7 @@ def average_gradients(fn, world_sizes=(2, 4)) -> bool:
 
 
 def fsdp_bytes_per_rank(fn) -> bool:
-    """Check Lab 09's exercise: model-state bytes per rank, fp32 Adam, any ZeRO stage.
+    """Check the exercise: model-state bytes per rank, fp32 Adam, any ZeRO stage.
 
     Args:
         fn: the reader's ``fsdp_bytes_per_rank(n_params, world_size, zero_stage)``.

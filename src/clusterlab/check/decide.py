@@ -1,4 +1,4 @@
-"""Lab 16's exercise check: is a GPU cheaper per unit of work?"""
+"""Exercise check: is a GPU cheaper per unit of work?"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lab 15's exercise check: the cloud price that makes a target break-even."""
+"""Exercise check: the cloud price that makes a target break-even."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exercise checks for the failure labs: detection time (Lab 03), waste (Lab 14)."""
+"""Exercise checks for the failure labs: detection time and checkpoint waste."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _call(fn, name, *args):
 
 
 def mean_detection_time(fn) -> bool:
-    """Check Lab 03's exercise: ``fn(timeout_s, interval_s, mean_delay_s)``."""
+    """Check the exercise: ``fn(timeout_s, interval_s, mean_delay_s)``."""
     name = "mean_detection_time"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function {name}")
@@ -57,7 +57,7 @@ def mean_detection_time(fn) -> bool:
 
 
 def checkpoint_waste(fn) -> bool:
-    """Check Lab 14's exercise: ``fn(interval_s, checkpoint_cost_s, mtbf_s)``.
+    """Check the exercise: ``fn(interval_s, checkpoint_cost_s, mtbf_s)``.
 
     Besides the values, the waste must be smallest at Young's interval.
     """

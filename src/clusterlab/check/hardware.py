@@ -1,4 +1,4 @@
-"""Exercise checks for Labs 04 (bus bandwidth) and 07 (arithmetic intensity)."""
+"""Exercise checks: bus bandwidth and arithmetic intensity."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _call(fn, name, *args):
 
 
 def busbw_from_algbw(fn) -> bool:
-    """Check Lab 04's exercise: ``fn(op, algbw_Bps, world_size) -> busbw_Bps``."""
+    """Check the exercise: ``fn(op, algbw_Bps, world_size) -> busbw_Bps``."""
     name = "busbw_from_algbw"
     for op, algbw, n, want in _BUSBW_CASES:
         got = _call(fn, name, op, algbw, n)
@@ -56,7 +56,7 @@ def busbw_from_algbw(fn) -> bool:
 
 
 def matmul_intensity(fn) -> bool:
-    """Check Lab 07's exercise: ``fn(m, n, k, bytes_per_element) -> FLOP/byte``."""
+    """Check the exercise: ``fn(m, n, k, bytes_per_element) -> FLOP/byte``."""
     name = "matmul_intensity"
     for m, n, k, b, want in _INTENSITY_CASES:
         got = _call(fn, name, m, n, k, b)

@@ -1,4 +1,4 @@
-"""Lab 01's exercise check: reduce to rank 0, then broadcast the total."""
+"""Exercise check: reduce to rank 0, then broadcast the total."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _rtb_worker(rank, world_size, answer, seed):
 
 
 def reduce_then_broadcast(fn, world_sizes=(2, 3, 4)) -> bool:
-    """Check Lab 01's exercise: every rank must end with the sum of all tensors."""
+    """Check the exercise: every rank must end with the sum of all tensors."""
     name = "reduce_then_broadcast"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function reduce_then_broadcast")

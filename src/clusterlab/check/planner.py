@@ -1,4 +1,4 @@
-"""Lab 12's exercise check: bytes of model state per parameter under ZeRO."""
+"""Exercise check: bytes of model state per parameter under ZeRO."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _hint(fn, stage, dp, got, want) -> str:
 
 
 def zero_bytes_per_param(fn) -> bool:
-    """Check Lab 12's exercise: ``fn(zero_stage, dp)`` -> bytes per parameter."""
+    """Check the exercise: ``fn(zero_stage, dp)`` -> bytes per parameter."""
     name = "zero_bytes_per_param"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function zero_bytes_per_param")

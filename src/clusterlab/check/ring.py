@@ -1,4 +1,4 @@
-"""Lab 05's exercise check: the all-gather half of the ring all-reduce."""
+"""Exercise check: the all-gather half of the ring all-reduce."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _hint(got, expected, after_rs, rank, n) -> str:
 
 
 def ring_allgather(fn, world_sizes=(2, 3, 4)) -> bool:
-    """Check Lab 05's exercise: after the all-gather every rank holds every sum."""
+    """Check the exercise: after the all-gather every rank holds every sum."""
     name = "ring_allgather"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function ring_allgather")

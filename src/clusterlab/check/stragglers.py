@@ -1,4 +1,4 @@
-"""Lab 13's exercise check: the expected maximum of n independent times."""
+"""Exercise check: the expected maximum of n independent times."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _hint(got, exact, mean, lo, n):
 
 
 def expected_max_of_n(fn) -> bool:
-    """Check Lab 13's exercise against exact answers for two distributions."""
+    """Check the exercise against exact answers for two distributions."""
     name = "expected_max_of_n"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function expected_max_of_n")

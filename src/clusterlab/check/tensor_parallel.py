@@ -1,4 +1,4 @@
-"""Lab 10's exercise check: the forward pass of a row-parallel linear layer."""
+"""Exercise check: the forward pass of a row-parallel linear layer."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _hint(got, expected, partial, bias, n) -> str:
 
 
 def row_parallel_forward(fn, world_sizes=(2, 4)) -> bool:
-    """Check Lab 10's exercise: every rank must hold the whole layer's output."""
+    """Check the exercise: every rank must hold the whole layer's output."""
     name = "row_parallel_forward"
     if not callable(fn):
         raise ValueError(f"fn={fn!r} must be your function row_parallel_forward")

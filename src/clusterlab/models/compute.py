@@ -128,7 +128,7 @@ def training_time(
 
     ``flops_per_token * D / (n_gpus * peak_flops * mfu)``; with no shape this
     is the ``6 N D`` rule. It assumes perfect scaling at the given MFU (no
-    failures, no restarts); Lab 14 adds those.
+    failures, no restarts); the checkpointing lab adds those.
 
     Args:
         n_params: parameters N, > 0.

@@ -1,7 +1,7 @@
 """Models of data parallelism: DDP's bucketed overlap and ZeRO's memory per GPU.
 
-Pure functions, no ``torch``: Lab 08 and Lab 09 measure the real thing with
-``clusterlab.dist.data_parallel`` and ``clusterlab.dist.fsdp``, and their
+Pure functions, no ``torch``: the data-parallel and FSDP labs measure the real
+thing with ``clusterlab.dist.data_parallel`` and ``clusterlab.dist.fsdp``, and their
 widgets redraw from these models without starting a process group.
 """
 

@@ -28,7 +28,7 @@ fp32 logits of one 4096-token sequence are about 0.5 GB on the last stage),
 temporary buffers (an FSDP all-gather of one layer, communication buckets),
 the CUDA context and allocator fragmentation. Leave 10–20% of the GPU free.
 
-Fp32 FSDP with ``torch.optim.Adam`` (as in Lab 09) keeps fp32 weights (4 B),
+Fp32 FSDP with ``torch.optim.Adam`` (as in the FSDP lab) keeps fp32 weights (4 B),
 fp32 gradients (4 B) and ``exp_avg`` + ``exp_avg_sq`` (8 B), all sharded:
 ``training_memory(n, dp=world, zero_stage=3, weight_bytes=4, grad_bytes=4,
 optimizer_bytes=8)`` gives ``16 * n / world`` bytes per rank.

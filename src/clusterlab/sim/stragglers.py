@@ -108,8 +108,8 @@ def _rng(seed) -> np.random.Generator:
 def draw_compute_times(params: StragglerParams, seed=0) -> np.ndarray:
     """Every worker's compute time for every step: shape ``(n_steps, n_workers)``.
 
-    The real run of Lab 13 sleeps for exactly these times, so a simulation and a
-    real run with the same seed face the same stragglers.
+    The stragglers lab's real run sleeps for exactly these times, so a simulation
+    and a real run with the same seed face the same stragglers.
 
     Args:
         params: the scenario.

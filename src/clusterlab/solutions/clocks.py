@@ -1,4 +1,4 @@
-"""Lab 02's reference solution: does one vector timestamp come before another?"""
+"""Reference solution: does one vector timestamp come before another?"""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ __all__ = ["vector_happened_before"]
 
 
 def vector_happened_before(u, v) -> bool:
-    """Lab 02: True if the event stamped ``u`` happened before the one stamped ``v``.
+    """True if the event stamped ``u`` happened before the one stamped ``v``.
 
     Every entry of ``u`` is at most the matching entry of ``v`` (``u`` knows of
     nothing that ``v`` does not), and the two differ (an event does not happen

@@ -1,4 +1,4 @@
-"""Lab 08's reference solution: average the gradients with one all-reduce."""
+"""Reference solution: average the gradients with one all-reduce."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ __all__ = ["average_gradients", "fsdp_bytes_per_rank"]
 
 
 def average_gradients(model: torch.nn.Module, world_size: int) -> None:
-    """Lab 08: make every rank's gradients the mean over ranks, in one all-reduce.
+    """Make every rank's gradients the mean over ranks, in one all-reduce.
 
     The gradients are copied into one flat bucket, summed over the ranks in a
     single collective, divided by the number of ranks and copied back. One large
@@ -27,7 +27,7 @@ def average_gradients(model: torch.nn.Module, world_size: int) -> None:
 
 
 def fsdp_bytes_per_rank(n_params: float, world_size: int, zero_stage: int) -> float:
-    """Lab 09: bytes of model state per rank for fp32 weights and Adam, ZeRO stage s.
+    """Bytes of model state per rank for fp32 weights and Adam, ZeRO stage s.
 
     Weights (4 bytes per parameter) are sharded from stage 3, gradients
     (4 bytes) from stage 2, Adam's two moments (8 bytes) from stage 1.

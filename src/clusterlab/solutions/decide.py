@@ -1,4 +1,4 @@
-"""Lab 16's reference solution: is a GPU cheaper per unit of work?"""
+"""Reference solution: is a GPU cheaper per unit of work?"""
 
 from __future__ import annotations
 

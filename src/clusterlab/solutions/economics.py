@@ -1,4 +1,4 @@
-"""Lab 15's reference solution: the cloud price that gives a target break-even."""
+"""Reference solution: the cloud price that gives a target break-even."""
 
 from __future__ import annotations
 

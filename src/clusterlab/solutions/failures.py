@@ -1,4 +1,4 @@
-"""Reference solutions for the failure labs (Lab 03 and Lab 14)."""
+"""Reference solutions: failure detection and checkpoint waste."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ __all__ = ["checkpoint_waste", "mean_detection_time"]
 
 
 def mean_detection_time(timeout_s: float, interval_s: float, mean_delay_s: float):
-    """Lab 03: mean seconds from a crash to suspicion, with no heartbeat lost.
+    """Mean seconds from a crash to suspicion, with no heartbeat lost.
 
     The crash falls on average half an interval after the last heartbeat was
     sent; that heartbeat still arrives, ``mean_delay_s`` after it left; the
@@ -16,7 +16,7 @@ def mean_detection_time(timeout_s: float, interval_s: float, mean_delay_s: float
 
 
 def checkpoint_waste(interval_s: float, checkpoint_cost_s: float, mtbf_s: float):
-    """Lab 14: first-order fraction of time wasted, checkpoints plus lost work.
+    """First-order fraction of time wasted, checkpoints plus lost work.
 
     A checkpoint of cost C every tau seconds wastes C / tau; a failure, once per
     M seconds, loses on average half an interval, tau / 2.

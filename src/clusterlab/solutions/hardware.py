@@ -1,4 +1,4 @@
-"""Reference solutions to Labs 04 and 07: bus bandwidth and matmul intensity."""
+"""Reference solutions: bus bandwidth and matmul intensity."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ _FACTORS = {
 
 
 def busbw_from_algbw(op: str, algbw_Bps: float, world_size: int) -> float:
-    """Lab 04: nccl-tests' bus bandwidth from the algorithm bandwidth.
+    """Nccl-tests' bus bandwidth from the algorithm bandwidth.
 
     An all-reduce on a ring sends and receives 2(n - 1)/n of the buffer per rank
     (a reduce-scatter then an all-gather); all-gather and reduce-scatter each
@@ -23,7 +23,7 @@ def busbw_from_algbw(op: str, algbw_Bps: float, world_size: int) -> float:
 
 
 def matmul_intensity(m: int, n: int, k: int, bytes_per_element: int) -> float:
-    """Lab 07: FLOP per byte of ``C[m, n] = A[m, k] @ B[k, n]``, each matrix moved once.
+    """FLOP per byte of ``C[m, n] = A[m, k] @ B[k, n]``, each matrix moved once.
 
     2·m·n·k FLOP (a multiply and an add per term) over (m·k + k·n + m·n)
     elements of ``bytes_per_element`` bytes.

@@ -1,4 +1,4 @@
-"""Lab 01's reference solution: reduce to rank 0, then broadcast the total."""
+"""Reference solution: reduce to rank 0, then broadcast the total."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["reduce_then_broadcast"]
 def reduce_then_broadcast(
     tensor: torch.Tensor, rank: int, world_size: int
 ) -> torch.Tensor:
-    """Lab 01: sum every rank's tensor with send/recv only, and give every rank the sum.
+    """Sum every rank's tensor with send/recv only, and give every rank the sum.
 
     Rank 0 receives from each other rank in turn and adds (the reduce), then sends
     the total back to each of them (the broadcast): 2(n - 1) messages, all through

@@ -1,4 +1,4 @@
-"""Lab 12's reference solution: bytes of model state per parameter under ZeRO."""
+"""Reference solution: bytes of model state per parameter under ZeRO."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ __all__ = ["zero_bytes_per_param"]
 
 
 def zero_bytes_per_param(zero_stage: int, dp: int) -> float:
-    """Lab 12: bytes per parameter one GPU keeps, mixed-precision Adam, ZeRO stage.
+    """Bytes per parameter one GPU keeps, mixed-precision Adam, ZeRO stage.
 
     2 bytes of bf16 weights, 2 of bf16 gradients, 12 of fp32 optimizer state
     (master copy, first and second moments). Stage 1 splits the 12 over the

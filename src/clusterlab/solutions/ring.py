@@ -1,4 +1,4 @@
-"""Lab 05's reference solution: the all-gather half of a ring all-reduce."""
+"""Reference solution: the all-gather half of a ring all-reduce."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ __all__ = ["ring_allgather"]
 
 
 def ring_allgather(chunks, rank: int, world_size: int):
-    """Lab 05: pass each finished chunk around the ring until every rank has all.
+    """Pass each finished chunk around the ring until every rank has all.
 
     After the reduce-scatter, rank ``r`` owns the full sum of chunk ``(r + 1) % n``.
     At step ``s`` it sends chunk ``(r + 1 - s) % n`` to its right-hand neighbour

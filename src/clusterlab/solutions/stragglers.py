@@ -1,4 +1,4 @@
-"""Lab 13's reference solution: the expected maximum of n independent times."""
+"""Reference solution: the expected maximum of n independent times."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ __all__ = ["expected_max_of_n"]
 
 
 def expected_max_of_n(cdf, n: int, lo_s: float, hi_s: float) -> float:
-    """Lab 13: E[max of n i.i.d. times] from their distribution function.
+    """E[max of n i.i.d. times] from their distribution function.
 
     The maximum is at most t only if all n times are, so P(max <= t) = cdf(t)**n;
     a variable that lies in [lo, hi] has mean lo + integral_lo^hi P(T > t) dt.

@@ -1,4 +1,4 @@
-"""Lab 10's reference solution: the forward pass of a row-parallel linear layer."""
+"""Reference solution: the forward pass of a row-parallel linear layer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["row_parallel_forward"]
 def row_parallel_forward(
     x_local: torch.Tensor, weight_local: torch.Tensor, bias: torch.Tensor
 ) -> torch.Tensor:
-    """Lab 10: ``y = x · Wᵀ + b`` when each rank holds a slice of W's columns.
+    """``y = x · Wᵀ + b`` when each rank holds a slice of W's columns.
 
     Args:
         x_local: this rank's slice of the input features, shape (..., in / n).

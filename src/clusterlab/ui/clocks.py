@@ -1,4 +1,4 @@
-"""Lab 02's widget: drift, sync interval and protocol in, the skew chart out."""
+"""Widget: drift, sync interval and protocol in, the skew chart out."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ __all__ = ["bucket_explorer", "zero_memory_explorer"]
 
 
 def zero_memory_explorer(n_params: float = 7e9, gpu_bytes: float = 80e9):
-    """Lab 09's widget: model size, ZeRO stage and DP degree → bytes per GPU.
+    """Widget: model size, ZeRO stage and DP degree → bytes per GPU.
 
     Args:
         n_params: starting model size in parameters, in [1e6, 1e13].
@@ -62,7 +62,7 @@ def zero_memory_explorer(n_params: float = 7e9, gpu_bytes: float = 80e9):
 def bucket_explorer(
     backward_s: float, grad_bytes: float, alpha_s: float, bw_Bps: float
 ):
-    """Lab 08's widget: ranks, bucket count and compute scale → overlap of DDP.
+    """Widget: ranks, bucket count and compute scale → overlap of DDP.
 
     Args:
         backward_s: seconds of one backward pass (measured in the lab), > 0.

@@ -1,4 +1,4 @@
-"""Lab 16's widget: a workload's traits in, a recommendation and its reasons out."""
+"""Widget: a workload's traits in, a recommendation and its reasons out."""
 
 from __future__ import annotations
 

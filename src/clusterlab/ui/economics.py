@@ -1,4 +1,4 @@
-"""Lab 15's widget: owning against renting, with every input on a slider."""
+"""Widget: owning against renting, with every input on a slider."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ HOUR_S = 3600.0
 
 
 def heartbeat_widget(params: HeartbeatParams | None = None, timeouts_s=None):
-    """Lab 03's widget: jitter, loss and heartbeat interval against the timeout.
+    """Widget: jitter, loss and heartbeat interval against the timeout.
 
     Each change re-runs the vectorised simulation (``heartbeat_sweep``) and the
     closed forms for every timeout, and redraws both panels.
@@ -71,7 +71,7 @@ def heartbeat_widget(params: HeartbeatParams | None = None, timeouts_s=None):
 
 
 def goodput_widget(params: JobParams | None = None):
-    """Lab 14's widget: GPUs, GPU MTBF, checkpoint and restart cost -> goodput.
+    """Widget: GPUs, GPU MTBF, checkpoint and restart cost -> goodput.
 
     Each change simulates the job at 40 intervals (``goodput_sweep``), draws
     Daly's closed form beside it and marks the Young and Daly intervals.

@@ -1,4 +1,4 @@
-"""Live widgets for Labs 04 and 07: the busbw model and the roofline explorer.
+"""Live widgets: the busbw model and the roofline explorer.
 
 Each control change recomputes a closed-form model and redraws its chart; no
 measurement runs, so an update takes milliseconds. Both widgets expose
@@ -31,7 +31,7 @@ def _log_slider(w, value, lo, hi, description):
 
 
 def busbw_explorer(alpha_s: float, beta_Bps: float, measured: pd.DataFrame):
-    """Lab 04's widget: world size, α and β of a ring all-reduce against its busbw.
+    """Widget: world size, α and β of a ring all-reduce against its busbw.
 
     Args:
         alpha_s: start-up latency in seconds (> 0), e.g. fitted on this machine.
@@ -72,7 +72,7 @@ def busbw_explorer(alpha_s: float, beta_Bps: float, measured: pd.DataFrame):
 
 
 def roofline_explorer(machines: pd.DataFrame, workloads: pd.DataFrame):
-    """Lab 07's widget: design a machine with two sliders and see where work lands.
+    """Widget: design a machine with two sliders and see where work lands.
 
     Args:
         machines: ``machine, peak_flops, bandwidth_Bps`` rows to draw as given.

@@ -42,7 +42,7 @@ def show(widget, static_chart, note: str = LIVE_NOTE) -> None:
 
 
 def message_size_explorer(defaults: pd.DataFrame, *, max_world_size: int = 4):
-    """Lab 01's widget: pick a world size and a message size, measure an all-reduce.
+    """Widget: pick a world size and a message size, measure an all-reduce.
 
     Args:
         defaults: measurements to start from, in ``bench_collective``'s columns.

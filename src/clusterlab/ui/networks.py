@@ -1,4 +1,4 @@
-"""Widgets for Labs 05 and 06: only wiring from controls to models to charts."""
+"""Widgets for all-reduce models and interconnects: controls to models to charts."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _output_with(draw):
 
 
 def allreduce_algorithm_explorer():
-    """Lab 05's widget: latency, bandwidth and size sliders over the three models.
+    """Widget: latency, bandwidth and size sliders over the three models.
 
     Returns:
         An ``ipywidgets.VBox``; moving a slider redraws the chart.
@@ -61,7 +61,7 @@ def allreduce_algorithm_explorer():
 
 
 def interconnect_calculator(nodes: int = 16, gpus_per_node: int = 8):
-    """Lab 06's widget: a model and a cluster shape in, step time per network out.
+    """Widget: a model and a cluster shape in, step time per network out.
 
     Args:
         nodes, gpus_per_node: the cluster's starting shape.

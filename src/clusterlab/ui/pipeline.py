@@ -1,4 +1,4 @@
-"""Lab 11's widget: pick stages, micro-batches and a schedule; see the Gantt chart."""
+"""Widget: pick stages, micro-batches and a schedule; see the Gantt chart."""
 
 from __future__ import annotations
 

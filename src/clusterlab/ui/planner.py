@@ -1,4 +1,4 @@
-"""Lab 12's widget: choose a model, GPUs and memory; see which plans fit."""
+"""Widget: choose a model, GPUs and memory; see which plans fit."""
 
 from __future__ import annotations
 

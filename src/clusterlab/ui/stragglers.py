@@ -1,4 +1,4 @@
-"""Lab 13's widget: pick N, the noise, slow workers and a mitigation; see the step.
+"""Widget: pick N, the noise, slow workers and a mitigation; see the step.
 
 Only wiring: the controls call ``cl.models.stragglers`` and
 ``cl.sim.stragglers`` and hand the results to ``cl.viz.stragglers``.

@@ -1,4 +1,4 @@
-"""Lab 10's widget: a model and a GPU count; the price of each TP degree."""
+"""Widget: a model and a GPU count; the price of each TP degree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Charts for the decision helper (Lab 16 and the choosing chapter)."""
+"""Charts for the decision helper (the choosing lab and chapter)."""
 
 from __future__ import annotations
 

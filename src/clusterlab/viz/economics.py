@@ -1,4 +1,4 @@
-"""Charts of owning against renting GPU-hours (Lab 15 and the economics chapter)."""
+"""Charts of owning against renting GPU-hours (the economics lab and chapter)."""
 
 from __future__ import annotations
 
