@@ -131,10 +131,9 @@ WIDGETS = {
     "Lab 11 pipeline schedule": "cl.ui.pipeline.pipeline_schedule_widget()",
     "Lab 12 planner": "cl.ui.planner_widget()",
     "Lab 13 stragglers": "cl.ui.straggler_explorer()",
-    "Lab 14 goodput": "cl.ui.failures.goodput_widget()",
+    "Lab 14 goodput": "cl.ui.checkpointing.goodput_widget()",
     "Lab 15 economics": "cl.ui.economics_explorer()",
-    "Lab 16 decision helper": "cl.ui.decision_helper(cl.models.decide.Hardware("
-    "989.4e12, 3.35e12, 80e9, 5e10, 5e9, 2.5, 0.05))",
+    "Lab 16 decision helper": "cl.ui.decision_helper()",
 }
 WIDGET_BUDGET_MS = 200.0
 

@@ -8,6 +8,7 @@ so that a lab finds it wherever the package is installed, Colab included::
     df = cl.published.load("gpu_specs")  # one table as a DataFrame
     row = cl.published.row("gpu_specs", part="H100 SXM5")   # one row
     peak = cl.published.value("gpu_specs", "bf16_dense_flops", part="H100 SXM5")
+    cl.published.collective_systems()   # named all-reduce sweeps, one row each
 
 Models read their hardware, network, price and power figures through ``value``
 and ``row`` rather than typing them, so that each figure lives once, in a row
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["load", "names", "row", "value"]
+__all__ = ["collective_systems", "load", "names", "row", "value"]
 
 
 def _folder():
@@ -114,3 +115,38 @@ def value(name: str, column: str, **match):
         )
     v = r[column]
     return float(v) if isinstance(v, int | float) or hasattr(v, "dtype") else v
+
+
+def collective_systems(op: str = "all_reduce") -> pd.DataFrame:
+    """The named systems of ``collective_busbw_published`` with a sized figure.
+
+    Each name is what ``cl.models.collectives.bus_bandwidth(nbytes, system)``
+    takes; a system is one GPU, GPU count, fabric, NCCL version and tool.
+
+    Args:
+        op: the collective (``"all_reduce"``; ``"peer_copy"`` has no sizes).
+
+    Returns:
+        One row per system: ``system, gpu, n_gpus, n_nodes, gpus_per_node,
+        fabric, algorithm`` (the algorithms NCCL used, from the smallest size
+        up, e.g. ``"ring, NVLS"``), ``nccl_version, tool, points``,
+        ``min_size_bytes, max_size_bytes, max_busbw_Bps, source_key``.
+    """
+    df = _load("collective_busbw_published")
+    df = df[(df["op"] == op) & df["size_bytes"].notna()].sort_values(
+        ["system", "size_bytes"]
+    )
+    if df.empty:
+        raise ValueError(f"op={op!r} has no sized figure; try op='all_reduce'")
+    fixed = ["gpu", "n_gpus", "n_nodes", "gpus_per_node", "fabric", "nccl_version"]
+    out = df.groupby("system", sort=False).agg(
+        **{c: (c, "first") for c in fixed},
+        algorithm=("algorithm", lambda a: ", ".join(dict.fromkeys(a))),
+        tool=("tool", "first"),
+        points=("size_bytes", "size"),
+        min_size_bytes=("size_bytes", "min"),
+        max_size_bytes=("size_bytes", "max"),
+        max_busbw_Bps=("busbw_Bps", "max"),
+        source_key=("source_key", "first"),
+    )
+    return out.reset_index()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import clusterlab as cl
-from clusterlab.dist import checkpoint, crash_resume
+from clusterlab.dist import checkpointing, crash_resume
 
 pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
 
@@ -14,13 +14,13 @@ pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")
 @pytest.mark.parametrize("save_ranks, load_ranks", [(2, 2), (2, 3), (4, 2)])
 def test_dcp_round_trip_is_equal_even_on_another_world_size(save_ranks, load_ranks):
     folder = tempfile.mkdtemp()
-    saved = cl.dist.launch(checkpoint.dcp_save_worker, save_ranks, folder=folder)
+    saved = cl.dist.launch(checkpointing.dcp_save_worker, save_ranks, folder=folder)
     assert [s["local_shape"] for s in saved] == [(12 // save_ranks, 4)] * save_ranks
-    files = checkpoint.checkpoint_files(folder)
+    files = checkpointing.checkpoint_files(folder)
     assert ".metadata" in files
     assert sum(name.endswith(".distcp") for name in files) == save_ranks
-    loaded = cl.dist.launch(checkpoint.dcp_load_worker, load_ranks, folder=folder)
-    want = checkpoint.sharded_table(12, 4)
+    loaded = cl.dist.launch(checkpointing.dcp_load_worker, load_ranks, folder=folder)
+    want = checkpointing.sharded_table(12, 4)
     for r in loaded:
         assert torch.equal(r["table"], want)
         assert r["step"] == 42
@@ -30,9 +30,9 @@ def test_dcp_round_trip_is_equal_even_on_another_world_size(save_ranks, load_ran
 def test_a_wrong_checkpoint_would_be_caught():
     """Loading into a table of the wrong shape fails instead of passing silently."""
     folder = tempfile.mkdtemp()
-    cl.dist.launch(checkpoint.dcp_save_worker, 2, folder=folder)
+    cl.dist.launch(checkpointing.dcp_save_worker, 2, folder=folder)
     with pytest.raises(cl.dist.LaunchError):
-        cl.dist.launch(checkpoint.dcp_load_worker, 2, folder=folder, rows=8)
+        cl.dist.launch(checkpointing.dcp_load_worker, 2, folder=folder, rows=8)
 
 
 def test_dcp_crash_and_resume_equals_an_uninterrupted_run():

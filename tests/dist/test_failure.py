@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import clusterlab as cl
-from clusterlab.dist import crash_resume, failure
+from clusterlab.dist import crash_resume, failures
 
 pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
 
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")
 def test_a_killed_rank_is_named_within_timeout_and_survivors_learn_fast():
     timeout_s = 20.0
     start = time.monotonic()
-    run = failure.run_fault("kill", 3, timeout_s=timeout_s, victim=2, backend="gloo")
+    run = failures.run_fault("kill", 3, timeout_s=timeout_s, victim=2, backend="gloo")
     assert time.monotonic() - start < timeout_s + 5.0
     err = run.error
     assert isinstance(err, cl.dist.LaunchError)
@@ -31,7 +31,7 @@ def test_a_killed_rank_is_named_within_timeout_and_survivors_learn_fast():
 def test_a_frozen_rank_is_found_only_by_the_timeout():
     timeout_s = 2.0
     start = time.monotonic()
-    run = failure.run_fault("freeze", 3, timeout_s=timeout_s, victim=1, backend="gloo")
+    run = failures.run_fault("freeze", 3, timeout_s=timeout_s, victim=1, backend="gloo")
     assert time.monotonic() - start < timeout_s + 5.0
     assert 1 in run.error.failed_ranks and run.error.reports[1].status == "stopped"
     waited = run.survivors["waited_s"]
@@ -41,9 +41,9 @@ def test_a_frozen_rank_is_found_only_by_the_timeout():
 
 def test_run_fault_checks_its_arguments():
     with pytest.raises(ValueError, match="fault='drop'"):
-        failure.run_fault("drop")
+        failures.run_fault("drop")
     with pytest.raises(ValueError, match="victim=4"):
-        failure.run_fault("kill", 4, victim=4)
+        failures.run_fault("kill", 4, victim=4)
 
 
 def test_a_run_resumed_by_the_caller_equals_an_uninterrupted_run():

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.sim.clocks import ClockParams, simulate, skew, skew_sweep
+from clusterlab.sim.clock_sweeps import skew_sweep
+from clusterlab.sim.clocks import ClockParams, simulate, skew
 from clusterlab.sim.logical_clocks import LogicalParams, simulate_messages
 
 

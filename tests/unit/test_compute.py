@@ -39,9 +39,25 @@ def test_llama2_gpu_hours_imply_a_plausible_mfu():
 
 
 def test_mfu_of_the_quoted_70b_throughput():
-    mfu = mfu_from_throughput(150e3, 70e9, 1024, H100_SXM.peak_flops)
-    assert mfu == pytest.approx(150e3 * 4.2e11 / (1024 * 989.4e12))
-    assert 0.06 < mfu < 0.07
+    # 6N-only MFU (no shape given), then the book's MFU with 12 L h s added.
+    six_n = mfu_from_throughput(150e3, 70e9, 1024, H100_SXM.peak_flops)
+    assert six_n == pytest.approx(150e3 * 4.2e11 / (1024 * 989.4e12))
+    m = LLAMA2_70B
+    book = mfu_from_throughput(
+        150e3, m.n_params, 1024, H100_SXM.peak_flops,
+        n_layers=m.n_layers, hidden=m.hidden, seq_len=m.seq_len,
+    )  # fmt: skip
+    assert book == pytest.approx(six_n * (4.2e11 + 3.221225472e10) / 4.2e11)
+    assert 0.06 < six_n < book < 0.07
+
+
+def test_the_gpu_spec_is_read_from_data():
+    from clusterlab.models.compute import gpu_spec
+
+    assert H100_SXM.peak_flops == 989.4e12 and H100_SXM.memory_bytes == 80e9
+    assert gpu_spec("H200 SXM").memory_bytes > H100_SXM.memory_bytes
+    with pytest.raises(ValueError, match="H900"):
+        gpu_spec("H900")
 
 
 @given(

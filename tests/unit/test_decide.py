@@ -7,11 +7,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clusterlab as cl
-from clusterlab.models.decide import PRESETS, Hardware, job_speedup, recommend
+from clusterlab.models.decide import (
+    PRESETS,
+    Hardware,
+    decision_table,
+    job_speedup,
+    recommend,
+    reference_hardware,
+)
 
-# One H100 (datasheet) against one CPU core of 50 GFLOP/s and 5 GB/s, at $2.50
-# per GPU-hour and $0.05 per core-hour.
-HW = Hardware(989.4e12, 3.35e12, 80e9, 50e9, 5e9, 2.50, 0.05)
+# One H100 (datasheet row) against one CPU core (assumption row), at the
+# reference on-demand price and the assumed core-hour price, all from data/.
+HW = reference_hardware()
+SPEC = cl.published.row("gpu_specs", part="H100 SXM5")
+CORE = cl.published.row("cpu_core", item="server_core_assumed")
 
 W1 = {  # the source's table (W1) and examples (F3, W4), and D3's mixed case
     "LLM training (70B)": "GPU cluster",
@@ -33,12 +42,34 @@ def test_the_presets_get_the_tables_answer(name, choice):
 def test_a_pure_dense_job_speeds_up_by_the_roofline_ratio():
     w = replace(PRESETS["LLM training (70B)"], dense_fraction=1.0, io_fraction=0.0)
     n = job_speedup(w, HW)
-    assert n["job_speedup"] == pytest.approx(989.4e12 / 50e9)
+    assert n["job_speedup"] == pytest.approx(
+        SPEC["bf16_dense_flops"] / CORE["peak_flops"]
+    )
 
 
 def test_an_io_bound_job_is_capped_by_amdahl():
     w = replace(PRESETS["data preprocessing"], io_fraction=0.5)
     assert job_speedup(w, HW)["job_speedup"] < 2.0
+
+
+def test_the_reference_hardware_is_read_from_data():
+    assert HW.gpu_peak_flops == SPEC["bf16_dense_flops"]
+    assert HW.gpu_memory_bytes == SPEC["hbm_bytes"]
+    assert HW.gpu_price_per_hour == cl.models.economics.cloud_price()
+    assert HW.cpu_price_per_hour == cl.published.value(
+        "prices", "usd", item="cpu_core_hour"
+    )
+    mine = reference_hardware(cpu_peak_flops=1e10, cpu_price_per_hour=0.1)
+    assert (mine.cpu_peak_flops, mine.cpu_price_per_hour) == (1e10, 0.1)
+    assert isinstance(mine, Hardware)
+
+
+@pytest.mark.parametrize("name, choice", W1.items())
+def test_the_table_answers_hold_at_the_cheapest_and_dearest_cloud_price(name, choice):
+    prices = cl.models.economics.cloud_prices()["usd"]
+    for p in (prices.min(), prices.max()):
+        hw = reference_hardware(gpu_price_per_hour=float(p))
+        assert recommend(PRESETS[name], hw)["choice"] == choice, p
 
 
 def test_every_reason_names_a_rule():
@@ -72,10 +103,12 @@ def test_more_io_never_raises_the_speedup(dense, io1, io2):
 
 
 def test_the_chart_has_a_workload_radio_and_the_reasons():
-    df = cl.viz.decision_table(PRESETS.values(), HW)
+    df = decision_table(PRESETS.values(), HW)
     spec = cl.viz.decision_chart(df).to_dict()
     assert spec["params"][0]["bind"]["input"] == "radio"
     assert set(df["workload"]) == set(PRESETS)
+    with pytest.raises(ValueError, match="lacks the column"):
+        cl.viz.decision_chart(df.drop(columns="reason"))
 
 
 def test_the_widget_follows_its_preset():
@@ -85,6 +118,7 @@ def test_the_widget_follows_its_preset():
     assert "GPU cluster" in box.children[-1].value
     with pytest.raises(ValueError, match="start="):
         cl.ui.decision_helper(HW, start="nope")
+    assert "GPU cluster" in cl.ui.decision_helper().children[-1].value
 
 
 def test_the_exercise_check(capsys):

@@ -6,13 +6,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import clusterlab as cl
 from clusterlab.models import economics as eco
 
 # A round case worked by hand: $35,040 over 4 years = $1.00 per hour of capital;
 # 10% a year = $3,504 / 8,760 h = $0.40 per hour of operations; 1,000 W x 1.5 x
-# $0.20/kWh = $0.30 per busy hour of power.
+# $0.20/kWh = $0.30 per busy hour of power. No idle draw, fabric, storage or
+# facility, so the old two-term model is the special case.
 ROUND = dict(
     capex_per_gpu=35_040.0,
+    fabric_per_gpu=0.0,
+    storage_per_gpu=0.0,
+    facility_per_kw=0.0,
+    idle_watts_per_gpu=0.0,
     lifetime_years=4.0,
     watts_per_gpu=1000.0,
     pue=1.5,
@@ -45,9 +51,80 @@ def test_a_cloud_price_below_the_power_bill_never_breaks_even():
     assert eco.breakeven_utilization(0.25, **ROUND) == math.inf
 
 
-def test_the_defaults_give_a_breakeven_between_half_and_full_use_at_2_50():
-    u = eco.breakeven_utilization(2.50)
-    assert 0.5 < u < 1.0
+def test_idle_power_is_paid_every_hour_with_pue():
+    # 400 W idle x 1.5 x $0.20/kWh = $0.12 every hour; busy adds 600 W: $0.18.
+    cost = eco.onprem_hourly(**{**ROUND, "idle_watts_per_gpu": 400.0})
+    assert cost["idle_power"] == pytest.approx(0.12)
+    assert cost["fixed"] == pytest.approx(1.52)
+    assert cost["power"] == pytest.approx(0.18)
+    assert cost["busy_power"] == pytest.approx(0.30)
+
+
+@given(st.floats(0.05, 1.0), st.floats(1.0, 1000.0))
+def test_idle_power_raises_the_cost_of_a_useful_hour(u, idle_w):
+    idle = {**ROUND, "idle_watts_per_gpu": idle_w}
+    assert eco.useful_hour_cost(u, **idle) >= eco.useful_hour_cost(u, **ROUND)
+    # at full use the idle draw costs nothing extra: busy draw is the same
+    assert eco.useful_hour_cost(1.0, **idle) == pytest.approx(
+        eco.useful_hour_cost(1.0, **ROUND)
+    )
+    assert eco.breakeven_utilization(3.1, **idle) >= eco.breakeven_utilization(
+        3.1, **ROUND
+    )
+
+
+def test_fabric_storage_and_facility_are_explicit_terms():
+    # $35,040 of fabric doubles the IT purchase: capital and operations double.
+    cost = eco.onprem_hourly(**{**ROUND, "fabric_per_gpu": 35_040.0})
+    assert cost["capital"] == pytest.approx(2.00)
+    assert cost["operations"] == pytest.approx(0.80)
+    # $13,140 per kW over 15 years for 1 kW: $0.10 per hour of facility
+    fac = eco.onprem_hourly(
+        **{**ROUND, "facility_per_kw": 13_140.0, "facility_lifetime_years": 15.0}
+    )
+    assert fac["facility"] == pytest.approx(0.10)
+    assert fac["fixed"] == pytest.approx(1.50)
+
+
+def test_idle_draw_above_busy_draw_is_refused():
+    with pytest.raises(ValueError, match="idle_watts_per_gpu"):
+        eco.onprem_hourly(watts_per_gpu=500.0, idle_watts_per_gpu=600.0)
+
+
+def test_every_default_comes_from_a_data_row():
+    src = eco.default_sources()
+    assert set(src["input"]) == set(eco.DEFAULTS)
+    assert src["source"].str.len().gt(10).all()
+    pub = cl.published
+    assert (
+        eco.DEFAULTS["capex_per_gpu"]
+        == pub.value("prices", "usd", item="hgx_h100_node") / 8
+    )
+    assert (
+        eco.DEFAULTS["watts_per_gpu"]
+        == pub.value("power", "W", item="dgx_h100_max") / 8
+    )
+    assert eco.DEFAULTS["pue"] == pub.value("power", "pue", item="pue_new_build")
+
+
+def test_e3_breakeven_is_recomputed_from_the_price_rows():
+    """E3's "about 50%": the price at which it holds is 2 x fixed + power."""
+    cost = eco.onprem_hourly()
+    at_half = 2 * cost["fixed"] + cost["power"]
+    assert eco.breakeven_utilization(at_half) == pytest.approx(0.5)
+    prices = eco.cloud_prices().set_index("item")["usd"]
+    u = {k: eco.breakeven_utilization(p) for k, p in prices.items()}
+    # the cheapest listings never pay back; the hyperscaler's pays back early
+    assert u["h100_listings_low"] > 1.0
+    assert u["h100_sxm_aws_p5"] < 0.5
+    assert u[eco.REFERENCE_ON_DEMAND] == pytest.approx(
+        cost["fixed"] / (prices[eco.REFERENCE_ON_DEMAND] - cost["power"])
+    )
+
+
+def test_a_cloud_price_row_must_exist():
+    with pytest.raises(ValueError, match="item='nope'"):
+        eco.cloud_price("nope")
 
 
 def test_run_cost_follows_6nd():
@@ -101,6 +178,36 @@ def test_a_longer_lifetime_never_raises_the_breakeven(y1, y2):
     assert eco.breakeven_utilization(
         3.0, lifetime_years=long
     ) <= eco.breakeven_utilization(3.0, lifetime_years=short)
+
+
+def test_sweeps_live_in_the_model_and_the_charts_check_their_columns():
+    import pandas as pd
+
+    bt = cl.models.breakeven
+    table = bt.breakeven_table([2.0, 4.0], [3, 5])
+    assert list(table.columns) == ["cloud_price", "lifetime_years", "breakeven"]
+    assert len(table) == 4
+    curve = bt.useful_hour_table(3.0, [0.5, 1.0])
+    assert curve["owned"].iloc[1] == pytest.approx(eco.useful_hour_cost(1.0))
+    v = cl.viz.economics
+    assert "layer" in v.breakeven_sweep_chart(table).to_dict()
+    assert "layer" in v.useful_hour_curve(curve).to_dict()
+    assert v.useful_hour_chart(curve).to_dict()["mark"]["type"] == "bar"
+    explorer = v.breakeven_explorer(bt.explorer_inputs(3.0)).to_dict()
+    assert {p["name"] for p in explorer["params"]} >= {"cloud_price", "capex"}
+    assert "bar" in str(
+        v.capex_chart(cl.models.cluster_capex.e1_capex_table()).to_dict()
+    )
+    for build in (v.breakeven_sweep_chart, v.useful_hour_curve, v.capex_chart):
+        with pytest.raises(ValueError, match="lacks the column"):
+            build(pd.DataFrame({"x": [1]}))
+
+
+def test_the_widget_starts_at_the_reference_price():
+    box = cl.ui.economics_explorer()
+    assert box.children[0].value == pytest.approx(eco.cloud_price())
+    box.children[1].value = 1.0
+    assert "break-even" in box.children[-2].value
 
 
 def test_the_exercise_check_passes_the_solution_and_catches_a_wrong_one(capsys):

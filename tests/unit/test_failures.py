@@ -5,27 +5,28 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.models import reliability as R
-from clusterlab.sim import failures as jf
-from clusterlab.sim import heartbeat as hb
+from clusterlab.models import checkpointing as R
+from clusterlab.models import failures as MF
+from clusterlab.sim import checkpointing as jf
+from clusterlab.sim import failures as hb
 
 HOUR = 3600.0
 
 
 def test_simpy_heartbeat_false_alarms_match_the_closed_form():
     p = hb.HeartbeatParams(timeout_s=1.3, crash_s=20_000.0)
-    seen = hb.heartbeat_summary(hb.simulate_heartbeat(p, seed=3))
-    want = R.heartbeat_false_alarm_rate(1.3, p.interval_s, p.jitter_s, p.loss) * 20_000
+    seen = hb.heartbeat_summary(hb.simulate(p, seed=3))
+    want = MF.heartbeat_false_alarm_rate(1.3, p.interval_s, p.jitter_s, p.loss) * 20_000
     assert abs(seen["false_alarms"] - want) < 4 * np.sqrt(want), (seen, want)
 
 
 def test_simpy_heartbeat_detection_time_matches_the_closed_form():
     p = hb.HeartbeatParams(timeout_s=2.0, crash_s=20.0)
     times = [
-        hb.heartbeat_summary(hb.simulate_heartbeat(p, seed=s))["detection_time_s"]
+        hb.heartbeat_summary(hb.simulate(p, seed=s))["detection_time_s"]
         for s in range(300)
     ]
-    want = R.heartbeat_detection_time(2.0, 1.0, p.base_delay_s, p.jitter_s, p.loss)
+    want = MF.heartbeat_detection_time(2.0, 1.0, p.base_delay_s, p.jitter_s, p.loss)
     assert np.mean(times) == pytest.approx(want, abs=4 * np.std(times) / np.sqrt(300))
 
 
@@ -51,7 +52,7 @@ def test_heartbeat_invariants():
     assert (np.diff(sweep["false_alarm_rate_per_s"]) <= 0).all()  # longer T, fewer
     assert (np.diff(sweep["detection_time_s"]) > 0).all()  # longer T, later
     assert (sweep["detection_time_s"] >= 0).all()
-    events = hb.simulate_heartbeat(hb.HeartbeatParams(crash_s=100.0), seed=0)
+    events = hb.simulate(hb.HeartbeatParams(crash_s=100.0), seed=0)
     assert events["time_s"].is_monotonic_increasing
     assert not events.loc[events["event"] == "sent", "alive"].eq(False).any()
 
@@ -130,7 +131,7 @@ def test_charts_and_widgets_build(capsys):
     df = pd.DataFrame({"fault": ["kill"], "rank": [0], "learned_s": [0.01]})
     cl.viz.survivor_chart(df).to_dict()
     assert len(cl.ui.failures.heartbeat_widget().children) == 2
-    assert len(cl.ui.failures.goodput_widget().children) == 4
+    assert len(cl.ui.checkpointing.goodput_widget().children) == 4
 
 
 def test_the_detection_check_accepts_the_solution_and_rejects_wrong_answers(capsys):

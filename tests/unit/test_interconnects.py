@@ -7,7 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clusterlab as cl
+from clusterlab.models import contention, links
 from clusterlab.models import interconnects as ic
+from clusterlab.models.allreduce_sweeps import allreduce_model_sweep
+
+H200 = "8xH200-NVLS-nccl2.27.7"
 
 
 def test_line_rates_are_the_published_ones():
@@ -15,6 +19,42 @@ def test_line_rates_are_the_published_ones():
     assert ic.LINKS["NDR400 InfiniBand"].per_direction_Bps == 50e9
     assert ic.LINKS["NVLink 4"].per_direction_Bps == 450e9
     assert all(lk.source for lk in ic.LINKS.values())
+
+
+def test_every_assumption_is_one_data_row():
+    rows = cl.published.load("link_assumptions").set_index("link")
+    assert set(rows.index) == set(ic.LINKS)
+    assert rows["source"].str.len().gt(20).all()
+    # one InfiniBand efficiency, the planner's and the step model's alike
+    assert (
+        ic.LINKS["NDR400 InfiniBand"].efficiency
+        == rows.at["NDR400 InfiniBand", "efficiency_fraction"]
+    )
+    assert ic.LINKS["NDR400 InfiniBand"].effective_Bps == pytest.approx(40e9)
+    # NVLink's is derived from the published ring on 8 x H200 (367.61 of 450)
+    assert ic.LINKS["NVLink 4"].efficiency == pytest.approx(367.61 / 450)
+    assert links.LINKS is ic.LINKS
+
+
+def test_the_intra_node_part_is_size_aware():
+    # One node: the all-reduce is the published system's at the gradient's size.
+    big, small = 16 * 2**30, 32 * 2**20
+    for size in (big, small):
+        t = ic.cluster_allreduce_time(size, "NDR400 InfiniBand", 1, 8, intra=H200)
+        bw = cl.models.collectives.bus_bandwidth(size, H200)
+        assert t == pytest.approx(1.75 * size / bw)
+    # a 32 MiB all-reduce gets far less than the 16 GiB plateau
+    assert cl.models.collectives.bus_bandwidth(small, H200) < 0.6 * 482.26e9
+    with pytest.raises(ValueError, match="choose one of"):
+        ic.cluster_allreduce_time(1e9, "NDR400 InfiniBand", 2, intra="8xH999")
+
+
+def test_defaults_come_from_the_data():
+    assert ic.h100_peak_flops() == 989.4e12
+    assert ic.default_mfu() == pytest.approx(0.40)
+    df = ic.interconnect_sweep([7e9], [4096], [1], links=("NDR400 InfiniBand",))
+    want = ic.compute_time(7e9, 4096, ic.h100_peak_flops(), ic.default_mfu())
+    assert df["compute_s"].iloc[0] == pytest.approx(want)
 
 
 def test_assumptions_are_editable_and_validated():
@@ -61,6 +101,14 @@ def test_compute_and_step_time_by_hand():
     assert ic.step_time(1.0, 2.0, overlap=0.5) == pytest.approx(2.5)
     with pytest.raises(ValueError, match="overlap=1.5"):
         ic.step_time(1.0, 1.0, overlap=1.5)
+
+
+def test_the_model_sweep_takes_its_grid_from_the_link_rows():
+    df = allreduce_model_sweep(log2_sizes=(20,), gpus=(8, 64))
+    alphas = sorted({lk.alpha_s * 1e6 for lk in ic.LINKS.values()})
+    assert sorted(df["alpha_us"].unique()) == pytest.approx(alphas)
+    assert df["bandwidth_GBps"].max() == pytest.approx(50.0)  # one NDR port
+    assert set(df["algorithm"]) == {"ring", "tree", "hierarchical"}
 
 
 def test_the_claims_arithmetic():
@@ -122,14 +170,16 @@ def test_more_stolen_bandwidth_never_helps(f, c1, c2):
 
 
 def test_network_charts_carry_their_controls():
-    spec = cl.viz.allreduce_algorithms_chart(cl.viz.allreduce_model_sweep()).to_dict()
+    spec = cl.viz.allreduce_algorithms_chart(allreduce_model_sweep()).to_dict()
     names = {p["name"] for p in spec["params"]}
     assert {"alpha_us", "bw_GBps", "log2_bytes"} <= names
     sweep = ic.interconnect_sweep([7e9, 70e9], [4096, 8192], [1, 8])
     spec = cl.viz.step_time_chart(sweep).to_dict()
     assert {"model_B", "nics", "log2_tok"} <= {p["name"] for p in spec["params"]}
     assert "params" not in cl.viz.step_time_chart(sweep, controls=False).to_dict()
-    assert cl.viz.contention_chart().to_dict()["layer"]
+    assert cl.viz.contention_chart(contention.contention_sweep()).to_dict()["layer"]
+    with pytest.raises(ValueError, match="lacks"):
+        cl.viz.contention_chart(sweep)
     with pytest.raises(ValueError, match="lacks"):
         cl.viz.ring_timing_chart(sweep)
 

@@ -92,3 +92,20 @@ def test_bad_arguments_name_themselves(kwargs, word):
 def test_interleave_needs_a_multiple_of_stages():
     with pytest.raises(ValueError, match="multiple"):
         simulate_schedule(4, 6, "1f1b", interleave=2)
+    with pytest.raises(ValueError, match="microbatches=6 must be a multiple"):
+        bubble_fraction(4, 6, "1f1b", interleave=2)
+    assert bubble_fraction(4, 6, "1f1b") == pytest.approx(3 / 9)  # v = 1: any m
+
+
+def test_sweeps_for_charts_live_in_models():
+    from clusterlab.models.pipeline_sweeps import bubble_curve, schedule_sweep
+
+    curve = bubble_curve(4, 8)
+    assert curve["bubble"].iloc[-1] == pytest.approx(3 / 11)
+    assert bubble_curve(4, 8, interleave=2)["microbatches"].tolist() == [4, 8]
+    ops, notes = schedule_sweep(4, 4)
+    one = ops[ops.key == "1F1B|4|4"]
+    assert len(one) == 2 * 4 * 4
+    assert notes.key.is_unique
+    with pytest.raises(ValueError, match="max_stages=9"):
+        schedule_sweep(max_stages=9)

@@ -15,7 +15,10 @@ def _layers(spec):
 
 def test_gantt_carries_every_pass_and_names_its_axes():
     df = simulate_schedule(4, 8, "gpipe")
-    spec = cl.viz.pipeline_gantt(df, time_scale=1e3, time_label="time (ms)").to_dict()
+    idle = cl.models.pipeline.simulated_bubble(df)
+    spec = cl.viz.pipeline_gantt(
+        df, time_scale=1e3, time_label="time (ms)", idle_fraction=idle
+    ).to_dict()
     (values,) = [d for d in spec["datasets"].values()]
     assert len(values) == 2 * 4 * 8
     bars = _layers(spec)[0]
@@ -36,11 +39,15 @@ def test_bubble_chart_draws_the_formula_under_the_points():
     df = pd.DataFrame(
         {"microbatches": [1, 4], "schedule": ["1f1b"] * 2, "bubble": [0.8, 0.45]}
     )
-    spec = cl.viz.pipeline_bubble_chart(df, stages=4).to_dict()
-    curve = [v for v in spec["datasets"].values() if len(v) == 4][0]
-    assert curve[0]["bubble"] == pytest.approx(0.75)
+    curve = cl.models.pipeline_sweeps.bubble_curve(4, 4)
+    spec = cl.viz.pipeline_bubble_chart(df, curve).to_dict()
+    drawn = [v for v in spec["datasets"].values() if len(v) == 4][0]
+    assert drawn[0]["bubble"] == pytest.approx(0.75)
+    assert "p = 4" in spec["title"]["text"]
     with pytest.raises(ValueError, match="stages=0"):
-        cl.viz.pipeline_bubble_chart(df, stages=0)
+        cl.models.pipeline_sweeps.bubble_curve(0, 4)
+    with pytest.raises(ValueError, match="curve lacks"):
+        cl.viz.pipeline_bubble_chart(df, curve.drop(columns="stages"))
 
 
 def test_explorer_has_working_controls_and_every_case():
@@ -80,19 +87,21 @@ def test_widget_redraws_and_explains_a_bad_choice():
 
 
 def test_tp_cost_sweep_grows_with_degree_and_jumps_across_nodes():
-    df = cl.viz.tensor_parallel.tp_cost_sweep(models=("Llama 2 7B",))
+    df = cl.models.tensor_parallel.tp_cost_sweep(models=("Llama 2 7B",))
     share = df.set_index("tp")["tp_share"]
     assert share[1] == 0.0
     assert share.is_monotonic_increasing
-    assert share[16] > 2 * share[8]  # NVLink inside a node, InfiniBand across
+    comm = df.set_index("tp")["tp_comm_s"]
+    assert comm[16] > 5 * comm[8]  # NVLink inside a node, InfiniBand across
     with pytest.raises(ValueError, match="tp=3 must divide"):
-        cl.viz.tensor_parallel.tp_cost_sweep(tp_values=(3,))
+        cl.models.tensor_parallel.tp_cost_sweep(tp_values=(3,))
     with pytest.raises(ValueError, match="model='GPT-9'"):
-        cl.viz.tensor_parallel.tp_cost_sweep(models=("GPT-9",))
+        cl.models.tensor_parallel.tp_cost_sweep(models=("GPT-9",))
+    assert not hasattr(cl.viz.tensor_parallel, "tp_cost_sweep")  # viz only draws
 
 
 def test_tp_cost_chart_and_widget():
-    df = cl.viz.tensor_parallel.tp_cost_sweep()
+    df = cl.models.tensor_parallel.tp_cost_sweep()
     spec = cl.viz.tensor_parallel.tp_cost_chart(df).to_dict()
     assert spec["params"][0]["bind"]["input"] == "radio"
     assert len(spec["params"][0]["bind"]["options"]) == 3
@@ -100,3 +109,5 @@ def test_tp_cost_chart_and_widget():
     assert "TP 8" in box.children[1].value
     with pytest.raises(ValueError, match="model='x'"):
         cl.ui.tensor_parallel.tp_cost_widget("x")
+    with pytest.raises(ValueError, match="tp_share"):
+        cl.viz.tensor_parallel.tp_cost_chart(df.drop(columns="tp_share"))

@@ -1,4 +1,4 @@
-"""Reliability models: job MTBF, Young and Daly intervals, goodput, heartbeats."""
+"""Checkpointing and failure-detection closed forms, and their documented names."""
 
 import math
 
@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import clusterlab as cl
-from clusterlab.models import reliability as R
-
-HOUR = 3600.0
+from clusterlab._units import DAY_S
+from clusterlab._units import HOUR_S as HOUR
+from clusterlab.models import checkpointing as R
+from clusterlab.models import failures as MF
 
 
 def test_job_mtbf_divides_by_the_number_of_parts():
@@ -82,13 +83,13 @@ def test_young_interval_minimises_the_first_order_waste(c, m):
 
 def test_heartbeat_closed_forms_by_hand():
     # no jitter, no loss: gaps are exactly one interval, so T > interval never alarms
-    assert R.heartbeat_false_alarm_rate(1.5, 1.0, 0.0, 0.0) == 0.0
-    assert R.heartbeat_false_alarm_rate(0.5, 1.0, 0.0, 0.0) == pytest.approx(1.0)
+    assert MF.heartbeat_false_alarm_rate(1.5, 1.0, 0.0, 0.0) == 0.0
+    assert MF.heartbeat_false_alarm_rate(0.5, 1.0, 0.0, 0.0) == pytest.approx(1.0)
     # one heartbeat in ten lost, no jitter, 1 < T < 2: alarms after each loss
-    assert R.heartbeat_false_alarm_rate(1.5, 1.0, 0.0, 0.1) == pytest.approx(0.9 * 0.1)
-    td = R.heartbeat_detection_time(2.0, 1.0, 0.01, 0.1, 0.0)
+    assert MF.heartbeat_false_alarm_rate(1.5, 1.0, 0.0, 0.1) == pytest.approx(0.9 * 0.1)
+    td = MF.heartbeat_detection_time(2.0, 1.0, 0.01, 0.1, 0.0)
     assert td == pytest.approx(2.0 + 0.11 - 0.5)
-    rates = R.heartbeat_false_alarm_rate(np.array([1.2, 2.0, 3.0]), 1.0, 0.1, 0.01)
+    rates = MF.heartbeat_false_alarm_rate(np.array([1.2, 2.0, 3.0]), 1.0, 0.1, 0.01)
     assert np.all(np.diff(rates) < 0)
 
 
@@ -100,7 +101,7 @@ def test_heartbeat_closed_forms_by_hand():
         (lambda: R.job_mtbf(10.0, 0), "n_parts=0"),
         (lambda: R.goodput(0.0, 1.0, 10.0), "interval_s"),
         (lambda: R.goodput(10.0, -1.0, 10.0), "checkpoint_cost_s"),
-        (lambda: R.heartbeat_false_alarm_rate(1.0, 1.0, 0.1, 1.0), "loss=1.0"),
+        (lambda: MF.heartbeat_false_alarm_rate(1.0, 1.0, 0.1, 1.0), "loss=1.0"),
     ],
 )
 def test_bad_arguments_are_named(call, match):
@@ -121,3 +122,49 @@ def test_the_waste_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
         cl.check.checkpoint_waste(lambda tau, c, m: c / tau + tau / m)
     with pytest.raises(AssertionError, match="C / tau"):
         cl.check.checkpoint_waste(lambda tau, c, m: tau / (2 * m))
+
+
+def test_observed_mtbf_and_the_part_mtbf_it_implies():
+    # Llama 3: 419 unexpected interruptions in 54 days on 16,384 GPUs
+    m = R.mtbf_from_count(54 * DAY_S, 419)
+    assert m == pytest.approx(11_135.08, abs=0.01)  # not 3.1 h = 11,160 s
+    assert R.part_mtbf(m, 16_384) / HOUR == pytest.approx(50_677, abs=1)
+    assert R.job_mtbf(R.part_mtbf(m, 16_384), 16_384) == pytest.approx(m)
+
+
+def test_the_published_row_gives_the_llama3_interval():
+    row = cl.published.row("failures_published", run="Llama 3 405B pre-training")
+    assert row["duration_s"] == 54 * DAY_S
+    m = R.mtbf_from_count(row["duration_s"], row["unexpected_interruptions"])
+    assert m / HOUR == pytest.approx(3.093, abs=1e-3)
+
+
+def test_checkpoint_cost_for_goodput_reaches_the_target_and_no_more():
+    m = 11_135.0
+    c = R.checkpoint_cost_for_goodput(0.9, m)
+    best = R.goodput(R.optimal_interval(c, m), c, m)
+    assert best == pytest.approx(0.9, abs=1e-6)
+    assert R.goodput(R.optimal_interval(1.01 * c, m), 1.01 * c, m) < 0.9
+    with pytest.raises(ValueError, match="out of reach"):
+        R.checkpoint_cost_for_goodput(0.9, m, restart_s=0.2 * m)
+
+
+@given(st.floats(1.0, 600.0), st.floats(1e3, 1e7), st.floats(1.5, 100.0))
+@settings(max_examples=50, deadline=None)
+def test_a_k_fold_cheaper_checkpoint_shrinks_interval_and_waste_sqrt_k_fold(c, m, k):
+    tau, tau_k = R.young_daly_interval(c, m), R.young_daly_interval(c / k, m)
+    assert tau / tau_k == pytest.approx(math.sqrt(k))
+    waste = cl.solutions.checkpoint_waste
+    assert waste(tau, c, m) / waste(tau_k, c / k, m) == pytest.approx(math.sqrt(k))
+
+
+def test_the_documented_names_stay_importable():
+    from clusterlab.models import reliability
+    from clusterlab.sim import checkpointing, failures
+
+    assert reliability.young_daly_interval is R.young_daly_interval
+    assert reliability.goodput is R.goodput
+    assert reliability.heartbeat_detection_time is MF.heartbeat_detection_time
+    assert cl.models.goodput is R.goodput  # one module exports it: no ambiguity
+    assert callable(failures.simulate) and callable(checkpointing.simulate)
+    assert cl.ui.failures.goodput_widget is cl.ui.checkpointing.goodput_widget

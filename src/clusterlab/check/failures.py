@@ -1,4 +1,4 @@
-"""Exercise checks for the failure labs: detection time and checkpoint waste."""
+"""Exercise check for failure detection: a heartbeat detector's detection time."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from ..models.reliability import young_daly_interval
 from ._common import not_attempted, passed
 
-__all__ = ["checkpoint_waste", "mean_detection_time"]
+__all__ = ["mean_detection_time"]
 
 # (timeout_s, interval_s, mean_delay_s): slow and fast heartbeats, short and long
 # delays, so that each term of the answer changes the result.
@@ -54,41 +53,3 @@ def mean_detection_time(fn) -> bool:
     return passed(
         name, f"matches T + delay - interval/2 on {len(_DETECTION_CASES)} cases"
     )
-
-
-def checkpoint_waste(fn) -> bool:
-    """Check the exercise: ``fn(interval_s, checkpoint_cost_s, mtbf_s)``.
-
-    Besides the values, the waste must be smallest at Young's interval.
-    """
-    name = "checkpoint_waste"
-    if not callable(fn):
-        raise ValueError(f"fn={fn!r} must be your function {name}")
-    for c, m in [(60.0, 48 * 3600.0), (600.0, 3 * 3600.0), (5.0, 1000.0)]:
-        young = young_daly_interval(c, m)
-        taus = young * np.geomspace(0.25, 4.0, 41)
-        got = []
-        for tau in taus:
-            value, stub = _call(fn, name, float(tau), c, m)
-            if stub is not None:
-                return stub
-            got.append(value)
-        want = c / taus + taus / (2 * m)
-        got = np.asarray(got, dtype=float)
-        if np.allclose(got, want, rtol=1e-9):
-            continue
-        if np.allclose(got, c / taus + taus / m, rtol=1e-9):
-            hint = "a failure lands on average halfway through an interval: tau / 2"
-        elif np.allclose(got, taus / (2 * m), rtol=1e-9):
-            hint = "each interval also pays one checkpoint: C / tau"
-        else:
-            hint = (
-                "waste = time writing checkpoints + work lost to failures, per second"
-            )
-        best = taus[int(np.argmin(got))]
-        raise AssertionError(
-            f"{name}(tau, C={c}, M={m}) is off: at tau = Young's {young:,.0f} s it "
-            f"returned {got[20]:.4g}, expected {want[20]:.4g} (your minimum is at "
-            f"{best:,.0f} s). Hint: {hint}."
-        )
-    return passed(name, "right values, and smallest at sqrt(2 C M) on 3 jobs")

@@ -52,7 +52,7 @@ def _batch(step: int, rank: int, device) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _save(state: dict, ckpt_dir: str, fmt: str, rank: int) -> None:
     if fmt == "dcp":
-        from .checkpoint import save_checkpoint
+        from .checkpointing import save_checkpoint
 
         save_checkpoint(state, os.path.join(ckpt_dir, f"step_{state['step']:06d}"))
         dist.barrier()  # every rank's files are on disk before the pointer moves
@@ -80,7 +80,7 @@ def _load(state: dict, ckpt_dir: str, fmt: str) -> None:
             state[key].copy_(saved[key])
         state["step"] = saved["step"]
     else:
-        from .checkpoint import load_checkpoint
+        from .checkpointing import load_checkpoint
 
         with open(latest) as f:
             load_checkpoint(state, os.path.join(ckpt_dir, f.read().strip()))

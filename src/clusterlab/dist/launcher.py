@@ -19,78 +19,34 @@ The guarantees every lab relies on:
 * what ranks print is collected and shown after the job, prefixed by rank; the
   C++ layers' own chatter never reaches the notebook.
 
-Try it from a shell: ``python -m clusterlab.dist``.
+What runs inside a rank is in ``rank_main``; watching the ranks, stopping them
+and reporting is in ``supervisor``. Try it from a shell: ``python -m clusterlab.dist``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import multiprocessing as mp
-import multiprocessing.connection as mpc
 import os
-import pickle
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
-import traceback
 import warnings
-from dataclasses import dataclass
-from datetime import timedelta
 
 from .._validate import check_choice, check_float, check_int
-from .backend import MAX_WORLD_SIZE, choose_backend, loopback_interface, visible_gpus
+from .backend import MAX_WORLD_SIZE, choose_backend, visible_gpus
+from .rank_main import _rank_main
+from .supervisor import (  # noqa: F401 - also importable from here, as before
+    FAILURE_GRACE_S,
+    LaunchError,
+    RankReport,
+    _echo_stdout,
+    _launch_error,
+    _reap,
+    _supervise,
+)
 
-#: After the first rank fails, the others get this long to report what they saw.
-FAILURE_GRACE_S = 1.0
-_STDERR_TAIL_LINES = 30
-
-
-class LaunchError(RuntimeError):
-    """A launch failed: some rank raised, died, or never finished.
-
-    Attributes:
-        failed_ranks: ranks that raised, died or were stopped, worst first.
-        reports: one ``RankReport`` per rank, index = rank.
-        elapsed_s: seconds from start to the end of the launch.
-    """
-
-    def __init__(self, message: str, failed_ranks, reports, elapsed_s: float):
-        super().__init__(message)
-        self.failed_ranks = list(failed_ranks)
-        self.reports = list(reports)
-        self.elapsed_s = elapsed_s
-
-
-@dataclass
-class RankReport:
-    """What one rank did: ``status`` is ok, error, died or stopped."""
-
-    rank: int
-    status: str = "running"
-    value: object = None
-    error: str = ""
-    traceback: str = ""
-    stdout: str = ""
-    stderr: str = ""
-    exitcode: int | None = None
-    finished_s: float | None = None
-    why: str = ""  # for a stopped rank: what ended the launch
-
-    def summary(self) -> str:
-        if self.status == "error":
-            return f"rank {self.rank} raised {self.error}"
-        if self.status == "died":
-            return f"rank {self.rank} died ({_describe_exit(self.exitcode)})"
-        if self.status == "stopped":
-            return (
-                f"rank {self.rank} was still running and was stopped "
-                f"({self.why or 'the launch was ending'})"
-            )
-        return f"rank {self.rank} finished"
+__all__ = ["launch"]
 
 
 def launch(
@@ -213,208 +169,3 @@ def _require_importable(fn, method: str) -> None:
             "already initialised), which imports fn by name in each rank: move it to "
             "a .py file (for example with %%writefile) and import it from there"
         )
-
-
-# ----------------------------------------------------------------- inside a rank
-def _rank_main(
-    fn, rank, world_size, backend, workdir, timeout, threads, conn, kwargs, parent_pid
-):
-    """Entry point of every rank: quiet the process, join the group, run fn, report."""
-    os.setpgid(0, 0)  # own process group, so the launcher can kill all it started
-    _die_with_parent(parent_pid)
-    log_path = os.path.join(workdir, f"rank{rank}.log")
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(log_fd, 1)  # C++ chatter (gloo, c10d) goes to a file, not the notebook
-    os.dup2(log_fd, 2)
-    out, err = io.StringIO(), io.StringIO()
-    sys.stdout, sys.stderr = out, err
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    lo = loopback_interface()
-    os.environ["GLOO_SOCKET_IFNAME"] = lo
-    os.environ.setdefault("NCCL_SOCKET_IFNAME", lo)
-    os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
-    report = {"rank": rank, "status": "ok"}
-    try:
-        import torch
-        import torch.distributed as dist
-
-        torch.set_num_threads(threads)
-        init = {}
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-            init["device_id"] = torch.device("cuda", rank)
-        store = dist.FileStore(os.path.join(workdir, "store"), world_size)
-        dist.init_process_group(
-            backend,
-            store=store,
-            rank=rank,
-            world_size=world_size,
-            timeout=timedelta(seconds=timeout),
-            **init,
-        )
-        # gloo connects every pair of ranks while the group is made; a rank that
-        # raced ahead, failed at once and exited would break a peer still
-        # connecting ("connectFullMesh failed"), hiding the real error. No rank
-        # starts fn until every rank is connected.
-        dist.barrier()
-        value = fn(rank, world_size, **kwargs)
-        report["value"] = pickle.dumps(_to_cpu(value))
-        dist.destroy_process_group()
-    except BaseException as exc:  # noqa: BLE001 - every failure is reported
-        report.update(
-            status="error",
-            error=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-        )
-    report["stdout"], report["stderr"] = out.getvalue(), err.getvalue()
-    try:
-        conn.send_bytes(pickle.dumps(report))
-    except Exception as exc:  # noqa: BLE001
-        fallback = {
-            "rank": rank,
-            "status": "error",
-            "stdout": report["stdout"],
-            "error": f"could not send the result back: {exc}",
-            "traceback": traceback.format_exc(),
-        }
-        conn.send_bytes(pickle.dumps(fallback))
-    conn.close()
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Make this rank end if the notebook's kernel dies, so none is orphaned."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    else:
-
-        def watch():
-            while os.getppid() == parent_pid:
-                time.sleep(1.0)
-            os._exit(1)
-
-        threading.Thread(target=watch, daemon=True).start()
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def _to_cpu(value):
-    """Move tensors to the CPU, so unpickling never initialises CUDA in the kernel."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
-    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):
-        return type(value)(_to_cpu(v) for v in value)
-    return value
-
-
-# ------------------------------------------------------------- in the launcher
-def _supervise(procs, readers, timeout, t0):
-    """Wait for every rank; return reports. Never waits past the deadlines."""
-    reports = [RankReport(rank) for rank in range(len(procs))]
-    pending = set(range(len(procs)))
-    deadline = None  # set once a rank finishes (ok: timeout; failure: grace)
-    why = ""
-    while pending:
-        wait_for = [readers[r] for r in pending] + [procs[r].sentinel for r in pending]
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready = set(
-            mpc.wait(wait_for, timeout=0.25 if left is None else min(left, 0.25))
-        )
-        for rank in sorted(pending):
-            reader, proc = readers[rank], procs[rank]
-            if reader in ready or (proc.sentinel in ready and reader.poll()):
-                _receive(reports[rank], reader, proc)
-            elif proc.sentinel in ready:
-                proc.join(0.1)
-                reports[rank].status = "died"
-                reports[rank].exitcode = proc.exitcode
-            else:
-                continue
-            reports[rank].finished_s = time.monotonic() - t0
-            pending.discard(rank)
-            if reports[rank].status != "ok":
-                grace = time.monotonic() + min(timeout, FAILURE_GRACE_S)
-                if deadline is None or grace < deadline:
-                    deadline = grace
-                    verb = "died" if reports[rank].status == "died" else "failed"
-                    why = f"rank {rank} {verb}"
-            elif deadline is None:
-                deadline = time.monotonic() + timeout
-                why = f"{timeout:g} s after rank {rank} finished"
-        if pending and deadline is not None and time.monotonic() >= deadline:
-            for rank in pending:
-                reports[rank].status = "stopped"
-                reports[rank].why = why
-            break
-    return reports
-
-
-def _receive(report: RankReport, reader, proc) -> None:
-    try:
-        data = pickle.loads(reader.recv_bytes())
-    except (EOFError, OSError):
-        proc.join(0.5)
-        report.status, report.exitcode = "died", proc.exitcode
-        return
-    report.status = data["status"]
-    report.stdout = data.get("stdout", "")
-    report.stderr = data.get("stderr", "")
-    report.error = data.get("error", "")
-    report.traceback = data.get("traceback", "")
-    if report.status == "ok":
-        report.value = pickle.loads(data["value"])
-
-
-def _reap(procs) -> None:
-    """Stop every rank still alive, with everything it started."""
-    for proc in procs:
-        if proc.pid is None:
-            continue
-        if proc.is_alive():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        proc.join(5.0)
-
-
-def _describe_exit(code) -> str:
-    if code is None:
-        return "exit status unknown"
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}, exit code {code}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with code {code} before returning a result"
-
-
-def _echo_stdout(reports) -> None:
-    for report in reports:
-        for line in report.stdout.splitlines():
-            print(f"[rank {report.rank}] {line}")
-
-
-def _launch_error(reports, world_size, elapsed_s) -> LaunchError:
-    def blame(r):
-        # A rank that timed out was waiting for another: list the culprits first.
-        timed_out = r.status == "error" and "timed out" in r.error.lower()
-        order = {"died": 0, "error": 1, "stopped": 2}[r.status] + 2 * timed_out
-        return (order, r.finished_s or 1e9, r.rank)
-
-    failed = sorted((r for r in reports if r.status != "ok"), key=blame)
-    head = "; ".join(r.summary() for r in failed)
-    lines = [f"launch of {world_size} rank(s) failed after {elapsed_s:.1f} s: {head}"]
-    for r in failed:
-        if r.traceback:
-            lines += [f"--- traceback from rank {r.rank} ---", r.traceback.rstrip()]
-        if r.stderr.strip():
-            tail = r.stderr.strip().splitlines()[-_STDERR_TAIL_LINES:]
-            lines += [f"--- stderr of rank {r.rank} (last lines) ---", *tail]
-    return LaunchError("\n".join(lines), [r.rank for r in failed], reports, elapsed_s)

@@ -7,22 +7,39 @@ formula in the book is built from this one line:
 * **ring** all-reduce over ``n`` ranks: ``2 (n-1) alpha + 2 (n-1)/n * S / B``
   (``n - 1`` steps of reduce-scatter and ``n - 1`` of all-gather, each moving
   ``S / n`` bytes): bandwidth-optimal, but its latency grows with ``n``;
-* **tree** (recursive halving and doubling):
+* **tree**, here Rabenseifner's algorithm (recursive-halving reduce-scatter,
+  then recursive-doubling all-gather):
   ``2 log2(n) alpha + 2 (n-1)/n * S / B``, the same bytes in fewer steps
-  (Thakur, Rabenseifner & Gropp 2005);
+  (Thakur, Rabenseifner & Gropp 2005); NCCL's double binary tree is a
+  different algorithm, not modelled here;
 * **hierarchical**: reduce-scatter inside each node over its fast links, then
   every GPU all-reduces its ``1/g`` share between the nodes (all ``g`` GPUs of a
   node at once, each on its share of the node's network), then an all-gather
   inside the node.
+
+Measured all-reduces are read from published sweeps instead:
+:func:`bus_bandwidth` gives a named system's bus bandwidth at any message
+size, and :func:`allreduce_time_published` turns it into seconds.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
+from .. import published
 from .._validate import check_choice, check_float, check_int
+
+__all__ = [
+    "ALGORITHMS",
+    "allreduce_busbw",
+    "allreduce_time",
+    "allreduce_time_published",
+    "alpha_beta_time",
+    "bus_bandwidth",
+]
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
 _TOPOLOGY = ("gpus_per_node", "intra_alpha_s", "intra_bandwidth_Bps")
@@ -159,3 +176,100 @@ def allreduce_busbw(nbytes, n: int, time_s):
         raise ValueError(f"nbytes={nbytes!r} and time_s={time_s!r} must be > 0")
     bw = size / t * 2 * (n - 1) / n
     return float(bw) if bw.ndim == 0 else bw
+
+
+TABLE = "collective_busbw_published"
+
+
+@cache
+def _sweep(system: str, op: str):
+    """Sizes (bytes) and busbw (bytes/s) of one published system, sorted by size."""
+    df = published.load(TABLE)
+    df = df[(df["op"] == op) & df["size_bytes"].notna()]
+    names = sorted(df["system"].unique())
+    if system not in names:
+        raise ValueError(
+            f"system={system!r} publishes no sized {op} figure; choose one of {names}"
+            " (cl.published.collective_systems() lists them)"
+        )
+    pts = df[df["system"] == system].sort_values("size_bytes")
+    sizes = pts["size_bytes"].to_numpy(float)
+    if len(np.unique(sizes)) != len(sizes):
+        raise ValueError(f"system={system!r} has two figures at one size in {TABLE}")
+    return sizes, pts["busbw_Bps"].to_numpy(float)
+
+
+def bus_bandwidth(nbytes, system: str, op: str = "all_reduce"):
+    """Published bus bandwidth of a named system at a message size (bytes/s).
+
+    Between two published sizes the bus bandwidth is interpolated linearly in
+    log2(size), so it is exact at every published size and monotone between
+    neighbours. Outside the published range:
+
+    * above the largest size: that size's figure (the plateau);
+    * below the smallest: the alpha–beta (Hockney) shape
+      ``busbw = B S / (S + h)`` through the two smallest points, which falls
+      toward 0 for tiny messages; if those two points rise faster than in
+      proportion to size (a latency-bound end, ``h <= 0``), the time of the
+      smallest published all-reduce is kept as a floor, ``busbw ∝ S``. A system
+      with a single published size has no curve below it: that is an error.
+
+    Args:
+        nbytes: message size in bytes per rank (a number or an array), >= 0.
+        system: a name from ``cl.published.collective_systems()``, e.g.
+            ``"8xH200-NVLS-nccl2.27.7"``.
+        op: the collective (``"all_reduce"``).
+
+    Returns:
+        Bytes/s with the shape of ``nbytes`` (0 at 0 bytes).
+    """
+    size = np.asarray(nbytes, dtype=float)
+    if np.any(~np.isfinite(size)) or np.any(size < 0):
+        raise ValueError(f"nbytes={nbytes!r} must be finite and >= 0 bytes")
+    sizes, bw = _sweep(system, op)
+    smallest = sizes[0]
+    below = (size < smallest) & (size > 0)
+    if np.any(below) and len(sizes) < 2:
+        raise ValueError(
+            f"nbytes={nbytes!r}: system={system!r} publishes one size only "
+            f"({smallest:.0f} bytes); allowed nbytes >= {smallest:.0f} or 0, or "
+            "choose a system with a sweep"
+        )
+    log_s = np.log2(np.where(size > 0, size, smallest))
+    out = np.atleast_1d(np.interp(log_s, np.log2(sizes), bw))  # plateau at ends
+    below = np.atleast_1d(below)
+    if np.any(below):
+        (s1, s2), (b1, b2) = sizes[:2], bw[:2]
+        denom = b1 / s1 - b2 / s2
+        h = (b2 - b1) / denom if denom > 0 else np.inf
+        s = np.atleast_1d(size)[below]
+        if np.isfinite(h) and h > 0:
+            out[below] = b1 * (s1 + h) / s1 * s / (s + h)
+        else:  # latency-bound end: no faster than the smallest published one
+            out[below] = b1 * s / s1
+    out = np.where(size > 0, out.reshape(size.shape), 0.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def allreduce_time_published(nbytes, n: int, system: str):
+    """Seconds for an all-reduce of ``nbytes`` over ``n`` ranks at published busbw.
+
+    ``t = 2 (n-1)/n * nbytes / bus_bandwidth(nbytes, system)``: the nccl-tests
+    definition of bus bandwidth solved for time. The busbw is the system's at
+    its own GPU count (see ``cl.published.collective_systems()``); for another
+    ``n`` it is an approximation, best for ``n`` near that count.
+
+    Args:
+        nbytes: bytes each rank contributes (a number or an array), >= 0.
+        n: ranks taking part, in [1, 10**7] (1 costs nothing).
+        system: a published system's name.
+
+    Returns:
+        Seconds, with the shape of ``nbytes``.
+    """
+    n = check_int("n", n, 1, 10**7)
+    size = np.asarray(nbytes, dtype=float)
+    busbw = np.asarray(bus_bandwidth(size, system), dtype=float)
+    safe = np.where(busbw > 0, busbw, 1.0)
+    t = np.where(size > 0, 2 * (n - 1) / n * size / safe, 0.0)
+    return float(t) if t.ndim == 0 else t

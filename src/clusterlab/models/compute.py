@@ -4,17 +4,24 @@ A dense transformer with ``N`` parameters spends about ``6 N`` FLOPs per token
 in training: 2 N in the forward pass and 4 N in the backward pass (Kaplan et
 al. 2020). Attention adds ``12 * L * h * s`` per token for ``L`` layers, hidden
 size ``h`` and sequence length ``s`` (Chowdhery et al. 2022, PaLM, appendix B).
-Model FLOPs utilisation (MFU) is the FLOP/s those formulas imply for the
-measured tokens/s, divided by the hardware's peak; recomputed activations do
-not count, so MFU is the honest measure of useful work.
 
-The shapes and the GPU below are documented constants with their sources.
+One MFU definition, used throughout the book: **MFU counts 6N + 12·L·h·s FLOPs
+per token** (PaLM's definition, Chowdhery et al. 2022, appendix B), divided by
+the GPUs' peak dense 16-bit FLOP/s. Recomputed work does not count, so MFU
+measures useful work. The functions below take the shape (``n_layers``,
+``hidden``, ``seq_len``) to compute it; called without the shape they give the
+**6N-only MFU**, a few percent lower (about 7% lower for Llama 2 70B at 4,096
+tokens), and every place that uses it says "6N-only".
+
+The model shapes below are documented constants with their sources; the GPU's
+peak and memory are read from ``data/gpu_specs.csv``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import published
 from .._validate import check_float, check_int
 
 __all__ = [
@@ -29,12 +36,16 @@ __all__ = [
     "LLAMA2_70B",
     "GPT3_175B",
     "H100_SXM",
+    "gpu_spec",
 ]
 
 
 @dataclass(frozen=True)
 class ModelShape:
-    """A decoder-only transformer's size and shape (lengths in tokens)."""
+    """A decoder-only transformer's size and shape (lengths in tokens).
+
+    ``mlp`` is "gelu" (GPT: two matrices, f = 4h) or "swiglu" (Llama: three).
+    """
 
     name: str
     n_params: float
@@ -45,6 +56,7 @@ class ModelShape:
     ffn_hidden: int
     vocab: int
     seq_len: int
+    mlp: str = "gelu"
 
 
 @dataclass(frozen=True)
@@ -59,20 +71,42 @@ class GPUSpec:
 #: Llama 2 70B (Touvron et al. 2023, arXiv:2307.09288): 80 layers, hidden 8192,
 #: 64 heads with 8 KV heads (GQA), FFN 28672, vocabulary 32000, context 4096.
 #: 70e9 is the nominal size the paper and the claims use.
-LLAMA2_70B = ModelShape("Llama 2 70B", 70e9, 80, 8192, 64, 8, 28672, 32000, 4096)
+LLAMA2_70B = ModelShape(
+    "Llama 2 70B", 70e9, 80, 8192, 64, 8, 28672, 32000, 4096, "swiglu"
+)
 #: Llama 2 7B and 13B keep the Llama 1 shapes (Touvron et al. 2023, arXiv:
 #: 2302.13971, Table 2) with a 4096-token context; FFN widths from the released
 #: configurations (11008 and 13824).
-LLAMA2_7B = ModelShape("Llama 2 7B", 7e9, 32, 4096, 32, 32, 11008, 32000, 4096)
-LLAMA2_13B = ModelShape("Llama 2 13B", 13e9, 40, 5120, 40, 40, 13824, 32000, 4096)
+LLAMA2_7B = ModelShape(
+    "Llama 2 7B", 7e9, 32, 4096, 32, 32, 11008, 32000, 4096, "swiglu"
+)
+LLAMA2_13B = ModelShape(
+    "Llama 2 13B", 13e9, 40, 5120, 40, 40, 13824, 32000, 4096, "swiglu"
+)
 #: GPT-3 175B (Brown et al. 2020, arXiv:2005.14165, Table 2.1): 96 layers,
 #: hidden 12288, 96 heads, context 2048; vocabulary 50257.
 GPT3_175B = ModelShape("GPT-3 175B", 175e9, 96, 12288, 96, 96, 49152, 50257, 2048)
-#: H100 SXM5 (NVIDIA H100 datasheet): 989.4 TFLOP/s dense BF16 (1979 is the
-#: 2:4-sparse figure, which training does not reach), 80 GB of HBM3. We count
-#: 80e9 bytes, a little under the 80 GiB on the device, which leaves some room
-#: for the CUDA context.
-H100_SXM = GPUSpec("H100 SXM", 989.4e12, 80e9)
+
+
+def gpu_spec(part: str = "H100 SXM5") -> GPUSpec:
+    """A GPU's dense BF16 peak and HBM size, from ``data/gpu_specs.csv``.
+
+    Args:
+        part: a ``part`` of that table ("H100 SXM5", "H200 SXM", ...).
+
+    Returns:
+        The spec; its numbers come from the datasheet row the table cites.
+    """
+    flops = published.value("gpu_specs", "bf16_dense_flops", part=part)
+    memory = published.value("gpu_specs", "hbm_bytes", part=part)
+    return GPUSpec(part, flops, memory)
+
+
+#: H100 SXM5 (NVIDIA H100 datasheet, read from data/gpu_specs.csv): 989.4
+#: TFLOP/s dense BF16 (1979 is the 2:4-sparse figure, which training does not
+#: reach) and 80 GB of HBM3 (80e9 bytes, a little under the 80 GiB on the
+#: device, which leaves some room for the CUDA context).
+H100_SXM = gpu_spec("H100 SXM5")
 
 
 def flops_per_token(
@@ -159,7 +193,8 @@ def mfu_from_throughput(
 ) -> float:
     """MFU implied by a measured training throughput.
 
-    ``tokens_per_s * flops_per_token / (n_gpus * peak_flops)``. A result above
+    ``tokens_per_s * flops_per_token / (n_gpus * peak_flops)``: the book's MFU
+    (6N + 12Lhs per token) with the shape, the 6N-only MFU without. A result above
     1 means the throughput is impossible on that hardware; it is returned, not
     clipped, so that a reader sees it.
 

@@ -14,7 +14,7 @@ from .._validate import check_float, check_int
 from .collectives import allreduce_time
 from .memory import training_memory
 
-__all__ = ["bucket_overlap_time", "bucket_sweep", "zero_memory_sweep"]
+__all__ = ["STATE_KINDS", "bucket_overlap_time", "bucket_sweep", "zero_memory_sweep"]
 
 #: The three kinds of model state, named as in ``training_memory``'s result.
 STATE_KINDS = ("weights", "grads", "optimizer")

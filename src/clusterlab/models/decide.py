@@ -22,10 +22,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import pandas as pd
+
+from .. import published
 from .._validate import check_float
 from .roofline import attainable_flops, matmul_intensity
 
-__all__ = ["Hardware", "Workload", "PRESETS", "job_speedup", "recommend"]
+__all__ = [
+    "Hardware",
+    "PRESETS",
+    "Workload",
+    "decision_table",
+    "job_speedup",
+    "recommend",
+    "reference_hardware",
+]
+
+_GB = 1e9  # bytes
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,53 @@ class Hardware:
     cpu_bandwidth_Bps: float
     gpu_price_per_hour: float
     cpu_price_per_hour: float
+
+
+def reference_hardware(
+    gpu_part: str = "H100 SXM5",
+    *,
+    cpu_peak_flops: float | None = None,
+    cpu_bandwidth_Bps: float | None = None,
+    gpu_price_per_hour: float | None = None,
+    cpu_price_per_hour: float | None = None,
+) -> Hardware:
+    """One GPU from ``data/gpu_specs.csv`` against one CPU core, with prices.
+
+    Args:
+        gpu_part: a ``part`` of ``data/gpu_specs.csv``.
+        cpu_peak_flops, cpu_bandwidth_Bps: one core's rates (measure yours);
+            defaults: the assumption row of ``data/cpu_core.csv``.
+        gpu_price_per_hour: dollars per GPU-hour; default: the reference
+            on-demand row of ``data/prices.csv``.
+        cpu_price_per_hour: dollars per core-hour; default: the assumption row
+            ``cpu_core_hour`` of ``data/prices.csv``.
+
+    Returns:
+        A ``Hardware``.
+    """
+    from .economics import cloud_price
+
+    spec = published.row("gpu_specs", part=gpu_part)
+    core = published.row("cpu_core", item="server_core_assumed")
+    return Hardware(
+        gpu_peak_flops=float(spec["bf16_dense_flops"]),
+        gpu_bandwidth_Bps=float(spec["hbm_bandwidth_Bps"]),
+        gpu_memory_bytes=float(spec["hbm_bytes"]),
+        cpu_peak_flops=float(
+            core["peak_flops"] if cpu_peak_flops is None else cpu_peak_flops
+        ),
+        cpu_bandwidth_Bps=float(
+            core["bandwidth_Bps"] if cpu_bandwidth_Bps is None else cpu_bandwidth_Bps
+        ),
+        gpu_price_per_hour=float(
+            cloud_price() if gpu_price_per_hour is None else gpu_price_per_hour
+        ),
+        cpu_price_per_hour=float(
+            published.value("prices", "usd", item="cpu_core_hour")
+            if cpu_price_per_hour is None
+            else cpu_price_per_hour
+        ),
+    )
 
 
 def job_speedup(w: Workload, hw: Hardware) -> dict:
@@ -162,6 +222,34 @@ def recommend(w: Workload, hw: Hardware) -> dict:
     return {"choice": choice, "reasons": reasons, "numbers": n}
 
 
+def decision_table(workloads, hw: Hardware) -> pd.DataFrame:
+    """One row per (workload, reason) with the recommendation and its numbers.
+
+    Args:
+        workloads: ``Workload`` objects.
+        hw: the hardware and prices to compare.
+
+    Returns:
+        Columns ``workload``, ``choice``, ``job_speedup``, ``cost_ratio``,
+        ``line`` (the reason's index) and ``reason`` (``"rule: text"``).
+    """
+    rows = []
+    for w in workloads:
+        r = recommend(w, hw)
+        for i, (rule, text) in enumerate(r["reasons"]):
+            rows.append(
+                {
+                    "workload": w.name,
+                    "choice": r["choice"],
+                    "job_speedup": r["numbers"]["job_speedup"],
+                    "cost_ratio": r["numbers"]["cost_ratio"],
+                    "line": i,
+                    "reason": f"{rule}: {text}",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 #: Workloads of the source's GPU-versus-CPU table (W1) and its examples (F3, W4),
 #: with traits stated as assumptions; their intensities come from
 #: ``models.roofline.workload_table`` where it has them.
@@ -171,27 +259,33 @@ PRESETS = {
         matmul_intensity(4096, 8192, 8192),
         0.95,
         0.0,
-        70e9 * 16,
+        70 * _GB * 16,
     ),
     "batch inference (70B)": Workload(
-        "batch inference (70B)", matmul_intensity(32, 8192, 8192), 0.9, 0.0, 70e9 * 2
+        "batch inference (70B)",
+        matmul_intensity(32, 8192, 8192),
+        0.9,
+        0.0,
+        70 * _GB * 2,
     ),
     "preprocessing + training": Workload(
         "preprocessing + training",
         matmul_intensity(4096, 8192, 8192),
         0.6,
         0.3,
-        7e9 * 16,
+        7 * _GB * 16,
     ),
-    "web serving": Workload("web serving", 1 / 1024, 0.0, 0.3, 2e9, True, True, False),
+    "web serving": Workload(
+        "web serving", 1 / 1024, 0.0, 0.3, 2 * _GB, True, True, False
+    ),
     "data preprocessing": Workload(
-        "data preprocessing", 0.25, 0.2, 0.7, 8e9, False, True, False
+        "data preprocessing", 0.25, 0.2, 0.7, 8 * _GB, False, True, False
     ),
     "real-time analytics": Workload(
-        "real-time analytics", 0.125, 0.1, 0.4, 16e9, True, True, False
+        "real-time analytics", 0.125, 0.1, 0.4, 16 * _GB, True, True, False
     ),
     "key-value store (Redis)": Workload(
-        "key-value store (Redis)", 1 / 1024, 0.0, 0.5, 32e9, True, True, True
+        "key-value store (Redis)", 1 / 1024, 0.0, 0.5, 32 * _GB, True, True, True
     ),
-    "web crawler": Workload("web crawler", 0.01, 0.0, 0.8, 4e9, False, True, False),
+    "web crawler": Workload("web crawler", 0.01, 0.0, 0.8, 4 * _GB, False, True, False),
 }

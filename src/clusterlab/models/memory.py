@@ -1,55 +1,87 @@
-"""Memory per GPU for training a transformer: model state plus activations.
+"""Memory per GPU for training a transformer: model state, activations, buffers.
 
-Model state follows ZeRO (Rajbhandari et al. 2020): mixed-precision Adam keeps
-2 bytes of bf16 weights, 2 bytes of bf16 gradients and 12 bytes of fp32
-optimizer state (master weights, first and second moments) per parameter,
-16 bytes in all. Tensor parallelism (``tp``) and pipeline parallelism (``pp``)
-each hold a slice of the model, so a GPU keeps ``n_params / (tp * pp)``
-parameters; ZeRO then shards that slice over the ``dp`` data-parallel replicas:
-stage 1 shards the optimizer state, stage 2 the gradients too, stage 3 (FSDP)
-the weights too.
+Every term of :func:`training_memory`'s result, in bytes per GPU, with its
+source (the keys are fixed; :data:`MEMORY_KEYS` lists them):
 
-Activations follow Korthikanti et al. 2022 (arXiv:2205.05198), Table 2: one
-transformer layer stores ``s*b*h*(34 + 5*a*s/h)`` bytes of 16-bit activations
-for sequence length ``s``, micro-batch ``b``, hidden size ``h`` and ``a``
-attention heads. The formula assumes a GPT-style layer (multi-head attention,
-MLP of width 4h); for Llama's grouped-query attention and SwiGLU MLP it is an
-estimate, good to tens of percent, not an exact count.
+- ``weights``, ``grads``, ``optimizer``: model state, after ZeRO (Rajbhandari
+  et al. 2020). Mixed-precision Adam keeps 2 bytes of bf16 weights, 2 of bf16
+  gradients and 12 of fp32 optimizer state (master weights, two moments) per
+  parameter. Tensor (``tp``) and pipeline (``pp``) parallelism leave a GPU
+  ``n_params / (tp * pp)`` parameters; ZeRO shards them over ``dp``: stage 1 the
+  optimizer state, stage 2 the gradients too, stage 3 (FSDP) the weights too.
+- ``activations``: what the first pipeline stage keeps for backward: its
+  ``ceil(n_layers / pp)`` layers (:mod:`~clusterlab.models.activations`) times
+  the micro-batches it holds (:func:`~clusterlab.models.pipeline.
+  in_flight_microbatches`: ``min(pp, m)`` under 1F1B, ``m`` under GPipe,
+  ``pp + (pp - 1)/v`` interleaved). ``last_stage_activations``: the last
+  stage's, one micro-batch under 1F1B.
+- ``gathered_weights``: ZeRO-3 keeps no whole layer, so before a layer runs it
+  all-gathers that layer's weights (this GPU's tensor-parallel slice of them)
+  and frees them after; with prefetch (FSDP's default, ``prefetch=True``) the
+  next layer's are gathered while this one computes: two layers' weights
+  (Zhao et al. 2023, FSDP). One layer has ``2h^2 (1 + kv/a)`` attention and
+  ``2hf`` (GeLU) or ``3hf`` (SwiGLU) MLP parameters: ``12 h^2`` for GPT.
+- ``gathered_grads``: ZeRO-3 computes one layer's whole gradient before it
+  reduce-scatters it: one layer's gradient in ``grad_bytes``. ZeRO-2's bucket
+  of gradients and DDP's buckets are not counted (25 MB by default).
+- ``recompute_buffer``: with recomputation, one layer's activations are
+  rebuilt during the backward pass
+  (:func:`~clusterlab.models.activations.recompute_working_set`).
+- ``logits``: the last stage's fp32 logits of one micro-batch and the fp32
+  gradient the loss writes over them, ``2 * s * b * vocab * 4 / tp`` bytes
+  (the output layer is split over the vocabulary by tensor parallelism, as in
+  Megatron-LM); needs ``vocab``.
+- ``total``: the peak, the larger of the first stage (state, buffers,
+  ``activations``) and the last (state, buffers, ``last_stage_activations``,
+  ``logits``); with ``pp = 1`` they are one GPU and everything adds up. The
+  buffers are added as if all were alive at once: an upper bound.
 
-Pipeline convention. Under 1F1B the first stage is the worst case: before its
-first backward pass it has run ``pp`` forward passes, so it holds the
-activations of ``min(pp, m)`` micro-batches for its ``ceil(n_layers / pp)``
-layers (Korthikanti et al. 2022, section 4.2.3). GPipe holds all ``m``. With
-``microbatches=None`` we take ``m >= pp``, so 1F1B keeps ``pp`` in flight and
-the total is about one micro-batch's activations for the whole model.
-
-Not counted: the embedding and output-layer activations (for Llama 2 70B the
-fp32 logits of one 4096-token sequence are about 0.5 GB on the last stage),
-temporary buffers (an FSDP all-gather of one layer, communication buckets),
-the CUDA context and allocator fragmentation. Leave 10–20% of the GPU free.
-
-Fp32 FSDP with ``torch.optim.Adam`` (as in the FSDP lab) keeps fp32 weights (4 B),
-fp32 gradients (4 B) and ``exp_avg`` + ``exp_avg_sq`` (8 B), all sharded:
+Without the model's shape (``n_layers``, ``hidden``, ``seq_len`` all None) only
+model state is counted and every other term is 0: the FSDP lab's fp32 case,
 ``training_memory(n, dp=world, zero_stage=3, weight_bytes=4, grad_bytes=4,
-optimizer_bytes=8)`` gives ``16 * n / world`` bytes per rank.
+optimizer_bytes=8)``, gives ``16 * n / world`` bytes per rank, and
+:func:`model_memory` fills the shape from a ``ModelShape``.
+
+Not counted: the embedding layer's activations, communication buckets, the
+CUDA context and allocator fragmentation (the planner leaves 10% free).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 from .._validate import check_choice, check_float, check_int
+from .activations import (
+    RECOMPUTE_MODES,
+    activation_memory_per_layer,
+    layer_params,
+    recompute_working_set,
+)
+from .pipeline import in_flight_microbatches
 
 __all__ = [
-    "training_memory",
-    "activation_memory_per_layer",
-    "model_state_bytes_per_param",
+    "MEMORY_KEYS",
     "lora_memory",
-    "RECOMPUTE_MODES",
+    "model_memory",
+    "model_state_bytes_per_param",
+    "training_memory",
 ]
 
-RECOMPUTE_MODES = ("none", "selective", "full")
 SCHEDULES = ("1f1b", "gpipe")
+#: The keys of :func:`training_memory`'s result, in bytes per GPU.
+MEMORY_KEYS = (
+    "weights",
+    "grads",
+    "optimizer",
+    "activations",
+    "last_stage_activations",
+    "gathered_weights",
+    "gathered_grads",
+    "recompute_buffer",
+    "logits",
+    "total",
+)
 
 
 def model_state_bytes_per_param(
@@ -84,63 +116,6 @@ def model_state_bytes_per_param(
     )
 
 
-def activation_memory_per_layer(
-    hidden: int,
-    seq_len: int,
-    micro_batch: int = 1,
-    n_heads: int | None = None,
-    *,
-    tp: int = 1,
-    sequence_parallel: bool = False,
-    recompute: str = "none",
-) -> float:
-    """Bytes of 16-bit activations one transformer layer keeps for backward.
-
-    Korthikanti et al. 2022, Table 2 (``sbh = seq_len * micro_batch * hidden``):
-
-    - no recomputation: ``sbh * (34 + 5*a*s/h)``; with tensor parallelism ``t``
-      only the 24 ``sbh`` inside the attention and MLP blocks and the ``5as/h``
-      attention-score term split: ``sbh * (10 + 24/t + 5*a*s/(h*t))``; with
-      sequence parallelism the other 10 split too: ``sbh/t * (34 + 5*a*s/h)``.
-    - selective recomputation (recompute the attention scores): drop ``5as/h``.
-    - full recomputation: keep only the layer input, ``2 * sbh`` (``/ t`` with
-      sequence parallelism, whose layer input is split along the sequence).
-
-    Args:
-        hidden: hidden size h, >= 1.
-        seq_len: sequence length s in tokens, >= 1.
-        micro_batch: sequences per micro-batch b, >= 1.
-        n_heads: attention heads a (needed only when ``recompute="none"``).
-        tp: tensor-parallel degree t, >= 1.
-        sequence_parallel: whether sequence parallelism splits the rest.
-        recompute: "none", "selective" or "full".
-
-    Returns:
-        Bytes per layer per GPU.
-    """
-    h = check_int("hidden", hidden, 1)
-    s = check_int("seq_len", seq_len, 1)
-    b = check_int("micro_batch", micro_batch, 1)
-    t = check_int("tp", tp, 1)
-    recompute = check_choice("recompute", recompute, RECOMPUTE_MODES)
-    sbh = float(s) * b * h
-    if recompute == "full":
-        return 2.0 * sbh / (t if sequence_parallel else 1)
-    if recompute == "none":
-        if n_heads is None:
-            raise ValueError(
-                "n_heads=None: the attention-score term 5*a*s/h needs the number "
-                "of heads (an integer >= 1), or use recompute='selective'"
-            )
-        a = check_int("n_heads", n_heads, 1)
-        scores = 5.0 * a * s / h
-    else:
-        scores = 0.0
-    if sequence_parallel:
-        return sbh * (34.0 + scores) / t
-    return sbh * (10.0 + 24.0 / t + scores / t)
-
-
 def training_memory(
     n_params: float,
     *,
@@ -156,12 +131,19 @@ def training_memory(
     seq_len: int | None = None,
     micro_batch: int = 1,
     n_heads: int | None = None,
+    n_kv_heads: int | None = None,
+    ffn_hidden: int | None = None,
+    mlp: str = "gelu",
+    vocab: int | None = None,
     sequence_parallel: bool = False,
     recompute: str = "none",
+    formula: str = "flash",
     microbatches: int | None = None,
     schedule: str = "1f1b",
+    interleave: int = 1,
+    prefetch: bool = True,
 ) -> dict:
-    """Bytes per GPU to train a model under a (TP, PP, DP, ZeRO) plan.
+    """Peak bytes per GPU to train a model under a (TP, PP, DP, ZeRO) plan.
 
     Args:
         n_params: parameters of the whole model, > 0.
@@ -169,20 +151,28 @@ def training_memory(
             (the job uses ``tp * pp * dp`` GPUs).
         zero_stage: 0–3, which model state ZeRO shards over ``dp``.
         weight_bytes, grad_bytes, optimizer_bytes: bytes per parameter
-            (defaults 2 + 2 + 12, mixed-precision Adam).
+            (defaults 2 + 2 + 12, mixed-precision Adam); the gathered buffers
+            use ``weight_bytes`` and ``grad_bytes`` too.
         n_layers, hidden, seq_len: model shape; give all three to count
-            activations, or none for model state only.
+            activations and buffers, or none for model state only.
         micro_batch: sequences per micro-batch, >= 1.
-        n_heads: attention heads (needed when ``recompute="none"``).
+        n_heads, n_kv_heads, ffn_hidden, mlp: the layer's shape (see
+            :func:`~clusterlab.models.activations.activation_memory_per_layer`).
+        vocab: vocabulary size, for the logits (None: not counted).
         sequence_parallel: sequence parallelism alongside ``tp``.
         recompute: "none", "selective" or "full" activation recomputation.
-        microbatches: micro-batches per step m (None: assume ``m >= pp``).
-        schedule: "1f1b" keeps ``min(pp, m)`` micro-batches in flight on the
-            first stage, "gpipe" keeps all ``m``.
+        formula: "flash" (default: FlashAttention, no dropout) or
+            "korthikanti" (GPT layer with materialised scores).
+        microbatches: micro-batches per step m (None: assume ``m = pp``, or
+            ``2 * pp`` when interleaving).
+        schedule: "1f1b" or "gpipe".
+        interleave: model chunks per GPU v (interleaved 1F1B), >= 1.
+        prefetch: ZeRO-3 gathers the next layer while one computes (two
+            layers' weights held) or not (one).
 
     Returns:
-        dict with ``weights``, ``grads``, ``optimizer``, ``activations`` and
-        ``total``, each in bytes per GPU (the busiest, first pipeline stage).
+        dict with the keys of :data:`MEMORY_KEYS` (see the module docstring),
+        bytes per GPU; ``total`` is the peak of the busiest pipeline stage.
     """
     n = check_float("n_params", n_params, 0.0, low_inclusive=False)
     tp = check_int("tp", tp, 1)
@@ -191,48 +181,101 @@ def training_memory(
     zero_stage = check_int("zero_stage", zero_stage, 0, 3)
     schedule = check_choice("schedule", schedule, SCHEDULES)
     recompute = check_choice("recompute", recompute, RECOMPUTE_MODES)
+    v = check_int("interleave", interleave, 1)
     wb = check_float("weight_bytes", weight_bytes, 0.0)
     gb = check_float("grad_bytes", grad_bytes, 0.0)
     ob = check_float("optimizer_bytes", optimizer_bytes, 0.0)
     shape = (n_layers, hidden, seq_len)
-    if all(v is None for v in shape):
-        per_layer, layers, in_flight = 0.0, 0, 0
-    elif any(v is None for v in shape):
+    parts = dict.fromkeys(MEMORY_KEYS[3:-1], 0.0)
+    if any(x is None for x in shape) and not all(x is None for x in shape):
         raise ValueError(
             f"n_layers={n_layers!r}, hidden={hidden!r}, seq_len={seq_len!r}: "
             "give all three (integers >= 1) to count activations, or none of them"
         )
-    else:
+    if n_layers is not None:
         n_layers = check_int("n_layers", n_layers, 1)
-        m = pp if microbatches is None else check_int("microbatches", microbatches, 1)
-        in_flight = min(pp, m) if schedule == "1f1b" else m
-        per_layer = activation_memory_per_layer(
-            hidden,
-            seq_len,
-            micro_batch,
-            n_heads,
-            tp=tp,
-            sequence_parallel=sequence_parallel,
-            recompute=recompute,
+        default_m = pp * (2 if v > 1 else 1)
+        m = default_m if microbatches is None else microbatches
+        m = check_int("microbatches", m, 1)
+        first = in_flight_microbatches(pp, m, schedule, v, 0)
+        last = in_flight_microbatches(pp, m, schedule, v, pp - 1)
+        shape = (hidden, seq_len, micro_batch, n_heads, n_kv_heads, ffn_hidden, mlp)
+        per_layer, rebuilt, one_layer = _layer_terms(
+            *shape, tp, sequence_parallel, recompute, formula
         )
         layers = math.ceil(n_layers / pp)
-    return _memory_parts(
-        n, tp, pp, dp, zero_stage, (wb, gb, ob), per_layer * layers * in_flight
-    )
+        parts["activations"] = per_layer * layers * first
+        parts["last_stage_activations"] = per_layer * layers * last
+        if zero_stage == 3 and dp > 1:
+            parts["gathered_weights"] = one_layer * wb * (2 if prefetch else 1)
+            parts["gathered_grads"] = one_layer * gb
+        parts["recompute_buffer"] = rebuilt
+        if vocab is not None:
+            vocab = check_int("vocab", vocab, 1)
+            parts["logits"] = 2.0 * seq_len * micro_batch * vocab * 4.0 / tp
+    return _memory_parts(n, tp, pp, dp, zero_stage, (wb, gb, ob), parts)
 
 
-def _memory_parts(n, tp, pp, dp, zero_stage, state_bytes, activations) -> dict:
-    """The arithmetic of :func:`training_memory`, on checked inputs (fast path)."""
+@functools.lru_cache(maxsize=4096)
+def _layer_terms(h, s, b, a, kv, f, mlp, tp, sp, recompute, formula):
+    """Per-layer activations, recompute working set and parameters per TP rank.
+
+    Cached: a planner sweep asks for the same layer many times.
+    """
+    layer = dict(tp=tp, sequence_parallel=sp, formula=formula)
+    layer.update(n_kv_heads=kv, ffn_hidden=f, mlp=mlp)
+    per_layer = activation_memory_per_layer(h, s, b, a, recompute=recompute, **layer)
+    rebuilt = recompute_working_set(h, s, b, a, recompute=recompute, **layer)
+    return per_layer, rebuilt, layer_params(h, a, kv, f, mlp) / tp
+
+
+def _memory_parts(n, tp, pp, dp, zero_stage, state_bytes, parts) -> dict:
+    """The arithmetic of :func:`training_memory`, on checked inputs (fast path).
+
+    ``parts`` holds the activation and buffer terms (keys of MEMORY_KEYS).
+    """
     local = n / (tp * pp)
     wb, gb, ob = state_bytes
     out = {
         "weights": local * wb / (dp if zero_stage >= 3 else 1),
         "grads": local * gb / (dp if zero_stage >= 2 else 1),
         "optimizer": local * ob / (dp if zero_stage >= 1 else 1),
-        "activations": float(activations),
     }
-    out["total"] = out["weights"] + out["grads"] + out["optimizer"] + activations
+    out.update({k: float(parts.get(k, 0.0)) for k in MEMORY_KEYS[3:-1]})
+    common = out["weights"] + out["grads"] + out["optimizer"]
+    common += out["gathered_weights"] + out["gathered_grads"]
+    common += out["recompute_buffer"]
+    if pp == 1:
+        out["total"] = common + out["activations"] + out["logits"]
+    else:
+        last = out["last_stage_activations"] + out["logits"]
+        out["total"] = common + max(out["activations"], last)
     return out
+
+
+def model_memory(model, *, seq_len: int | None = None, **plan) -> dict:
+    """:func:`training_memory` with the shape taken from a ``ModelShape``.
+
+    Args:
+        model: a ``cl.models.compute.ModelShape`` (e.g. ``LLAMA2_70B``).
+        seq_len: tokens per sequence (None: the model's context).
+        **plan: the other arguments of :func:`training_memory` (tp, pp, dp,
+            zero_stage, micro_batch, recompute, formula, ...).
+
+    Returns:
+        :func:`training_memory`'s dict.
+    """
+    shape = dict(
+        n_layers=model.n_layers,
+        hidden=model.hidden,
+        seq_len=model.seq_len if seq_len is None else seq_len,
+        n_heads=model.n_heads,
+        n_kv_heads=model.n_kv_heads,
+        ffn_hidden=model.ffn_hidden,
+        mlp=model.mlp,
+        vocab=model.vocab,
+    )
+    return training_memory(model.n_params, **shape, **plan)
 
 
 def lora_memory(
@@ -247,6 +290,7 @@ def lora_memory(
     micro_batch: int = 1,
     n_heads: int | None = None,
     recompute: str = "none",
+    **layer,
 ) -> dict:
     """Bytes on one GPU to fine-tune with LoRA (Hu et al. 2021).
 
@@ -264,6 +308,8 @@ def lora_memory(
         base_bytes: bytes per frozen weight (2 for bf16, about 0.5 for 4-bit).
         seq_len, micro_batch, n_heads, recompute: as for activations; leave
             ``seq_len`` None to count model state only.
+        **layer: more layer shape for the activations (``formula``,
+            ``n_kv_heads``, ``ffn_hidden``, ``mlp``).
 
     Returns:
         dict like :func:`training_memory`'s, plus ``trainable_params``.
@@ -283,7 +329,7 @@ def lora_memory(
     }
     if seq_len is not None:
         per_layer = activation_memory_per_layer(
-            hidden, seq_len, micro_batch, n_heads, recompute=recompute
+            hidden, seq_len, micro_batch, n_heads, recompute=recompute, **layer
         )
         out["activations"] = per_layer * n_layers
     out["total"] = sum(out.values())

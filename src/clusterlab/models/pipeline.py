@@ -16,7 +16,9 @@ interleaved 1F1B) shrinks the fill and drain time ``v`` times:
     bubble = (p - 1) / (v * m + p - 1)
 
 1F1B has the same bubble as GPipe; what it buys is memory: a stage holds at
-most ``p`` micro-batches' activations instead of ``m``.
+most ``p`` micro-batches' activations instead of ``m``. Interleaving costs
+memory back: its first stage holds ``p + (p - 1)/v`` micro-batches' worth
+(:func:`in_flight_microbatches`), and it needs ``m`` a multiple of ``p``.
 
 :func:`simulate_schedule` plays a schedule out op by op (forward 1 time unit,
 backward 2 by default, no communication time) and returns a Gantt table; the
@@ -34,6 +36,7 @@ __all__ = [
     "simulate_schedule",
     "simulated_bubble",
     "peak_in_flight",
+    "in_flight_microbatches",
     "PIPELINE_SCHEDULES",
 ]
 
@@ -63,12 +66,68 @@ def bubble_fraction(
     m = check_int("microbatches", microbatches, 1)
     schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
     v = check_int("interleave", interleave, 1)
+    _check_interleave(p, m, schedule, v)
+    return (p - 1) / (v * m + p - 1)
+
+
+def _check_interleave(p, m, schedule, v):
     if v > 1 and schedule != "1f1b":
         raise ValueError(
             f"interleave={v} needs schedule='1f1b' (interleaving is a 1F1B "
             "variant); use interleave=1 with 'gpipe'"
         )
-    return (p - 1) / (v * m + p - 1)
+    if v > 1 and m % p:
+        raise ValueError(
+            f"microbatches={m} must be a multiple of stages={p} when "
+            f"interleave={v}: the interleaved schedule sends micro-batches "
+            "through the chunks in groups of p"
+        )
+
+
+def in_flight_microbatches(
+    stages: int,
+    microbatches: int,
+    schedule: str = "1f1b",
+    interleave: int = 1,
+    stage: int = 0,
+) -> float:
+    """Micro-batches whose activations a stage holds at its peak.
+
+    In units of one whole stage's activations (with ``v`` chunks, one chunk
+    holds ``1/v`` of them). GPipe holds all ``m``; 1F1B holds ``min(p - s, m)``
+    on stage ``s``. Interleaved 1F1B runs ``2(p - s - 1) + (v - 1)p`` chunk
+    forwards before its first backward, plus one in the steady state, so it
+    holds ``min((2(p - s - 1) + (v - 1)p + 1) / v, m)``: on the first stage
+    ``p + (p - 1)/v`` = ``p * (1 + (p - 1)/(p*v))``, the factor of Korthikanti
+    et al. 2022 (section 4.2.3) for Megatron's schedule (Narayanan et al. 2021).
+    With ``m = p`` that schedule runs every forward first, so each stage holds
+    all ``m``.
+    :func:`peak_in_flight` measures the same on a simulated schedule.
+
+    Args:
+        stages: pipeline stages p, >= 1.
+        microbatches: micro-batches per step m, >= 1 (a multiple of p when
+            ``interleave > 1``).
+        schedule: "1f1b" or "gpipe".
+        interleave: model chunks per GPU v, >= 1 (1F1B only).
+        stage: which stage, in [0, p - 1] (0 holds the most).
+
+    Returns:
+        Micro-batches in flight at the stage's peak (a float with v > 1).
+    """
+    p = check_int("stages", stages, 1)
+    m = check_int("microbatches", microbatches, 1)
+    schedule = check_choice("schedule", schedule, PIPELINE_SCHEDULES)
+    v = check_int("interleave", interleave, 1)
+    s = check_int("stage", stage, 0, p - 1)
+    _check_interleave(p, m, schedule, v)
+    if schedule == "gpipe":
+        return float(m)
+    if v == 1:
+        return float(min(p - s, m))
+    if m == p:
+        return float(m)
+    return min((2 * (p - s - 1) + (v - 1) * p + 1) / v, float(m))
 
 
 def _stage_order(stage, p, m, schedule, v):
@@ -134,11 +193,7 @@ def simulate_schedule(
     v = check_int("interleave", interleave, 1)
     tf = check_float("fwd_time", fwd_time, 0.0, low_inclusive=False)
     tb = check_float("bwd_time", bwd_time, 0.0, low_inclusive=False)
-    bubble_fraction(p, m, schedule, v)  # validates interleave with schedule
-    if v > 1 and m % p:
-        raise ValueError(
-            f"microbatches={m} must be a multiple of stages={p} when interleave={v}"
-        )
+    _check_interleave(p, m, schedule, v)
     n_virtual = p * v
     orders = [_stage_order(s, p, m, schedule, v) for s in range(p)]
     nxt = [0] * p

@@ -45,6 +45,10 @@ class Recipe:
         recompute: "none", "selective" or "full" (activation checkpointing).
         reported_tokens_per_s: a throughput the source states (None if none).
         source: where the recipe comes from (a claim ID of the ledger).
+        zero_stage: how the optimizer state is sharded over ``dp`` (the
+            essay does not say; 1, Megatron-LM's distributed optimizer).
+        sequence_parallel: sequence parallelism alongside ``tp`` (not stated:
+            off).
     """
 
     name: str
@@ -59,6 +63,8 @@ class Recipe:
     recompute: str
     reported_tokens_per_s: float | None
     source: str
+    zero_stage: int = 1
+    sequence_parallel: bool = False
 
     def __post_init__(self):
         if self.tp * self.pp * self.dp != self.nodes * self.gpus_per_node:

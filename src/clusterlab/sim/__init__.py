@@ -1,7 +1,8 @@
 """Discrete-event simulations (SimPy): frozen parameters and a seed in, DataFrame out.
 
-One module per topic (``clocks``, ``failures``, ``stragglers``); each is loaded on
-first use as ``cl.sim.<topic>``. Where a sweep needs speed a module also has a
+One module per topic (``clocks``, ``failures`` for failure detection,
+``checkpointing`` for failures' cost, ``stragglers``); each is loaded on first use
+as ``cl.sim.<topic>``. Where a sweep needs speed a module also has a
 vectorised NumPy engine, tested against its SimPy model.
 """
 

@@ -20,7 +20,9 @@ correct its rate (``discipline``), as NTP and PTP daemons do. Oscillator rates
 also wander slowly (temperature), which is why the sync interval still matters.
 
 ``simulate(params, seed)`` returns every node's error, local time minus true
-time, sampled over the run, as a tidy DataFrame.
+time, sampled over the run, as a tidy DataFrame; ``skew`` reduces it to the
+largest minus the smallest error. Sweeps over drifts and sync intervals for
+the charts are in ``cl.sim.clock_sweeps``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ __all__ = [
     "PROTOCOLS",
     "ClockParams",
     "skew",
-    "skew_sweep",
     "simulate",
     "time_to_skew",
 ]
@@ -265,63 +266,11 @@ def time_to_skew(skew_s: float, drift_a_ppm: float, drift_b_ppm: float) -> float
     return math.inf if rate == 0 else skew_s / rate
 
 
-def skew_sweep(
-    max_drifts_ppm,
-    sync_intervals_s,
-    protocols=PROTOCOLS,
-    *,
-    base: ClockParams | None = None,
-    bins: int = 40,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Skew over time for every combination, binned to keep the table small.
+def __getattr__(name: str):
+    # skew_sweep moved to clock_sweeps, which imports this module; pages and labs
+    # that call cl.sim.clocks.skew_sweep keep working through this hook.
+    if name == "skew_sweep":
+        from .clock_sweeps import skew_sweep
 
-    Each run's samples are grouped into ``bins`` equal windows of time and the
-    largest skew in each window is kept, so a sawtooth between syncs is not
-    lost by sampling. With no protocol the sync interval changes nothing, so
-    that run is done once per drift and repeated for each interval.
-
-    Args:
-        max_drifts_ppm: values for ``max_drift_ppm``.
-        sync_intervals_s: values for ``sync_interval_s``.
-        protocols: protocols to run.
-        base: the other parameters (default ``ClockParams()``).
-        bins: windows per run, in [2, 1000].
-        seed: one seed for every run, so runs differ only by their parameters.
-
-    Returns:
-        A DataFrame with ``max_drift_ppm``, ``sync_interval_s``, ``protocol``,
-        ``time_s`` (end of the window) and ``skew_s`` (largest in the window).
-    """
-    base = base or ClockParams()
-    check_int("bins", bins, 2, 1000)
-    frames = []
-    for drift in max_drifts_ppm:
-        for proto in protocols:
-            intervals = [base.sync_interval_s] if proto == "none" else sync_intervals_s
-            for interval in intervals:
-                p = ClockParams(
-                    **{
-                        **base.__dict__,
-                        "max_drift_ppm": float(drift),
-                        "sync_interval_s": float(interval),
-                        "protocol": proto,
-                    }
-                )
-                s = skew(simulate(p, seed))
-                edges = np.linspace(0, p.duration_s, bins + 1)
-                window = np.clip(np.searchsorted(edges, s["time_s"]), 1, bins)
-                s = s.groupby(window)["skew_s"].max()
-                for iv in sync_intervals_s if proto == "none" else [interval]:
-                    frames.append(
-                        pd.DataFrame(
-                            {
-                                "max_drift_ppm": float(drift),
-                                "sync_interval_s": float(iv),
-                                "protocol": proto,
-                                "time_s": edges[s.index.to_numpy()],
-                                "skew_s": s.to_numpy(),
-                            }
-                        )
-                    )
-    return pd.concat(frames, ignore_index=True)
+        return skew_sweep
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

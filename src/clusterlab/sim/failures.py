@@ -1,219 +1,252 @@
-"""A training job on many parts that fail at random, with checkpoints and restarts.
+"""A heartbeat failure detector over a network that delays and loses messages.
 
-The job needs all of its ``n_parts`` parts (GPUs with their share of hosts,
-links and software). Each part fails after an exponential time of mean
-``part_mtbf_s`` and is replaced at once. The job works in segments: compute for
-``interval_s``, then write a checkpoint for ``checkpoint_cost_s``. A failure
-anywhere loses the work since the last checkpoint and costs ``restart_s`` (a
-failure during the restart starts it again). Nothing here knows the formula
-``m / N`` or Young's interval: they come out of the simulation, and the tests
-check them against ``cl.models.reliability``.
+A monitored process sends a heartbeat every ``interval_s``; each one is lost with
+probability ``loss`` or arrives after ``base_delay_s`` plus an exponential jitter
+of mean ``jitter_s``. The detector suspects the process once ``timeout_s`` has
+passed with no heartbeat, and trusts it again when one arrives. Silence is all it
+ever sees, so a short timeout accuses a live process (a false alarm) and a long
+one is slow to notice a dead one: the trade-off every timeout makes, NCCL's and
+gloo's included.
 
-``simulate`` is the SimPy model of one job (every phase, in order);
-``goodput_sweep`` is a vectorised NumPy engine for many intervals at once. The
-heartbeat detector lives in ``cl.sim.heartbeat`` and is re-exported here.
+``simulate`` is the SimPy model (one run, one crash, every event);
+``heartbeat_sweep`` is a vectorised NumPy engine for many timeouts at once, tested
+against the SimPy model and against the closed forms in ``cl.models.failures``.
+The cost of the failures that a detector reports, checkpoints and restarts, is
+simulated in ``cl.sim.checkpointing``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 import simpy
 
 from .._validate import check_float, check_int
-from ..models.reliability import goodput as model_goodput
-from .heartbeat import (
-    HeartbeatParams,
-    heartbeat_grid,
-    heartbeat_summary,
-    heartbeat_sweep,
-    simulate_heartbeat,
-)
+from ..models.failures import heartbeat_detection_time, heartbeat_false_alarm_rate
 
 __all__ = [
     "HeartbeatParams",
-    "JobParams",
-    "goodput_sweep",
     "heartbeat_grid",
     "heartbeat_summary",
     "heartbeat_sweep",
-    "job_summary",
     "simulate",
-    "simulate_heartbeat",
 ]
-
-HOUR_S = 3600.0
 
 
 @dataclass(frozen=True)
-class JobParams:
-    """One training job and how its parts fail.
+class HeartbeatParams:
+    """One detector and its network.
 
     Attributes:
-        work_s: seconds of useful work the job must finish (> 0).
-        interval_s: seconds of work between checkpoints (> 0).
-        checkpoint_cost_s: seconds to write a checkpoint (>= 0).
-        restart_s: seconds from a failure until work resumes (>= 0).
-        part_mtbf_s: mean time between failures of one part, seconds (> 0).
-        n_parts: parts the job needs, in [1, 100000].
+        interval_s: seconds between heartbeats (> 0).
+        base_delay_s: fixed part of a heartbeat's delay, seconds (>= 0).
+        jitter_s: mean of the exponential part of the delay, seconds (>= 0).
+        loss: probability a heartbeat is lost, in [0, 0.9].
+        timeout_s: seconds of silence before the detector suspects (> 0).
+        crash_s: when the process crashes, seconds after the start (> 0).
     """
 
-    work_s: float = 48 * HOUR_S
-    interval_s: float = 1800.0
-    checkpoint_cost_s: float = 60.0
-    restart_s: float = 300.0
-    part_mtbf_s: float = 50_000 * HOUR_S
-    n_parts: int = 1024
+    interval_s: float = 1.0
+    base_delay_s: float = 0.01
+    jitter_s: float = 0.1
+    loss: float = 0.01
+    timeout_s: float = 2.0
+    crash_s: float = 600.0
 
     def __post_init__(self):
-        check_float("work_s", self.work_s, 0.0, 1e10, low_inclusive=False)
-        check_float("interval_s", self.interval_s, 0.0, 1e9, low_inclusive=False)
-        check_float("checkpoint_cost_s", self.checkpoint_cost_s, 0.0, 1e7)
-        check_float("restart_s", self.restart_s, 0.0, 1e7)
-        check_float("part_mtbf_s", self.part_mtbf_s, 0.0, 1e12, low_inclusive=False)
-        check_int("n_parts", self.n_parts, 1, 100_000)
-
-    @property
-    def job_mtbf_s(self) -> float:
-        """The job's mean time between failures, ``part_mtbf_s / n_parts``."""
-        return self.part_mtbf_s / self.n_parts
+        check_float("interval_s", self.interval_s, 0.0, 3600.0, low_inclusive=False)
+        check_float("base_delay_s", self.base_delay_s, 0.0, 3600.0)
+        check_float("jitter_s", self.jitter_s, 0.0, 3600.0)
+        check_float("loss", self.loss, 0.0, 0.9)
+        check_float("timeout_s", self.timeout_s, 0.0, 86400.0, low_inclusive=False)
+        check_float("crash_s", self.crash_s, 0.0, 1e7, low_inclusive=False)
 
 
-def simulate(params: JobParams, seed: int = 0) -> pd.DataFrame:
-    """Run one job to completion; return its phases in order.
+def simulate(params: HeartbeatParams, seed: int = 0) -> pd.DataFrame:
+    """Run the detector until it suspects the crashed process; return every event.
+
+    The first heartbeat leaves at a random phase in ``[0, interval_s)`` so that
+    the crash falls at a random point of an interval.
 
     Args:
-        params: the job, its checkpoints and its parts.
-        seed: seeds every failure time.
+        params: the detector and network.
+        seed: seeds the generator for phase, delays and losses.
 
     Returns:
-        One row per phase: ``start_s``, ``end_s``, ``phase`` (``work``,
-        ``checkpoint``, ``restart``), ``kept`` (False for work or a checkpoint
-        cut short or lost to a failure), ``failed_part`` (the part whose failure
-        ended the phase, or -1) and ``saved_s`` (work saved at the phase's end).
+        A DataFrame with one row per event: ``time_s``, ``event`` (``sent``,
+        ``lost``, ``arrived``, ``crash``, ``suspect``, ``trust``), ``heartbeat``
+        (index, or -1) and ``alive`` (whether the process was alive then).
     """
     check_int("seed", seed, 0)
     rng = np.random.default_rng(seed)
     p = params
     env = simpy.Environment()
     rows = []
-    state = {"saved": 0.0, "pending": [], "failed": -1}
+    state = {"last": 0.0, "suspected": False}
 
-    def part(index):
-        while True:
-            yield env.timeout(rng.exponential(p.part_mtbf_s))
-            if job.is_alive:  # a part that fails after the job ends is moot
-                state["failed"] = index
-                job.interrupt(index)
+    def log(event, beat=-1):
+        rows.append((env.now, event, beat, env.now < p.crash_s))
 
-    def phase(name, seconds):
-        """Run one phase; return True if it finished, False if a failure cut it."""
-        start = env.now
-        try:
-            yield env.timeout(seconds)
-        except simpy.Interrupt as stop:
-            rows.append((start, env.now, name, False, stop.cause, state["saved"]))
-            for row in state["pending"]:  # unsaved work is lost with the failure
-                rows[row] = rows[row][:3] + (False,) + rows[row][4:]
-            state["pending"] = []
-            return False
-        rows.append((start, env.now, name, True, -1, state["saved"]))
-        return True
+    def deliver(beat):
+        if rng.random() < p.loss:
+            log("lost", beat)
+            return
+        yield env.timeout(p.base_delay_s + rng.exponential(p.jitter_s))
+        log("arrived", beat)
+        state["last"] = max(state["last"], env.now)
+        if state["suspected"]:
+            state["suspected"] = False
+            log("trust")
+        env.process(check(state["last"] + p.timeout_s))
 
-    def run_job():
-        while state["saved"] < p.work_s - 1e-9:
-            todo = min(p.interval_s, p.work_s - state["saved"])
-            if not (yield from phase("work", todo)):
-                while not (yield from phase("restart", p.restart_s)):
-                    pass
-                continue
-            state["pending"].append(len(rows) - 1)
-            if todo < p.interval_s:  # the last piece of work needs no checkpoint
-                state["saved"] += todo
-                rows[-1] = rows[-1][:5] + (state["saved"],)
-                break
-            if not (yield from phase("checkpoint", p.checkpoint_cost_s)):
-                while not (yield from phase("restart", p.restart_s)):
-                    pass
-                continue
-            state["saved"] += todo
-            state["pending"] = []
-            rows[-1] = rows[-1][:5] + (state["saved"],)
+    def check(deadline):
+        yield env.timeout(deadline - env.now)
+        silent = env.now - state["last"] >= p.timeout_s - 1e-12
+        if silent and not state["suspected"]:
+            state["suspected"] = True
+            log("suspect")
 
-    job = env.process(run_job())
-    for index in range(p.n_parts):
-        env.process(part(index))
-    env.run(until=job)
-    return pd.DataFrame(
-        rows, columns=["start_s", "end_s", "phase", "kept", "failed_part", "saved_s"]
-    )
+    def sender():
+        yield env.timeout(rng.uniform(0.0, p.interval_s))
+        beat = 0
+        while env.now < p.crash_s:
+            log("sent", beat)
+            env.process(deliver(beat))
+            beat += 1
+            yield env.timeout(p.interval_s)
+
+    def crash():
+        yield env.timeout(p.crash_s)
+        log("crash")
+
+    env.process(sender())
+    env.process(crash())
+    env.process(check(p.timeout_s))  # silence from the very start counts too
+    env.run()  # every process ends: no heartbeats after the crash, no checks left
+    return pd.DataFrame(rows, columns=["time_s", "event", "heartbeat", "alive"])
 
 
-def job_summary(phases: pd.DataFrame) -> dict:
-    """Wall time, failures, goodput and lost work from ``simulate``'s phases.
+def heartbeat_summary(events: pd.DataFrame) -> dict:
+    """False alarms and detection time from ``simulate``'s events.
 
     Returns:
-        ``wall_s``, ``work_s`` (useful work kept), ``failures``,
-        ``goodput`` (``work_s / wall_s``), ``lost_work_s``, ``checkpoint_s`` and
-        ``restart_s`` (seconds spent in each).
+        ``false_alarms`` (suspicions of the live process), ``watched_s`` (seconds
+        it was alive), ``false_alarm_rate_per_s`` and ``detection_time_s``
+        (crash to the last suspicion; 0 if it was already suspected).
     """
-    dur = phases["end_s"] - phases["start_s"]
-    work = phases["phase"] == "work"
-    wall_s = float(phases["end_s"].iloc[-1])
-    kept_work = float(dur[work & phases["kept"]].sum())
+    crash_s = float(events.loc[events["event"] == "crash", "time_s"].iloc[0])
+    suspects = events[events["event"] == "suspect"]
+    false = int(suspects["alive"].sum())
+    final = float(suspects["time_s"].iloc[-1])
     return {
-        "wall_s": wall_s,
-        "work_s": kept_work,
-        "failures": int((phases["failed_part"] >= 0).sum()),
-        "goodput": kept_work / wall_s,
-        "lost_work_s": float(dur[work & ~phases["kept"]].sum()),
-        "checkpoint_s": float(dur[phases["phase"] == "checkpoint"].sum()),
-        "restart_s": float(dur[phases["phase"] == "restart"].sum()),
+        "false_alarms": false,
+        "watched_s": crash_s,
+        "false_alarm_rate_per_s": false / crash_s,
+        "detection_time_s": max(final - crash_s, 0.0),
     }
 
 
-def goodput_sweep(
-    params: JobParams, intervals_s, seed: int = 0, *, n_failures: int = 100_000
+def heartbeat_sweep(
+    params: HeartbeatParams,
+    timeouts_s,
+    seed: int = 0,
+    *,
+    n_heartbeats: int = 100_000,
+    n_crashes: int = 5_000,
+    lookback: int = 40,
 ) -> pd.DataFrame:
-    """Simulated goodput for many checkpoint intervals at once, vectorised.
+    """False-alarm rate and detection time for many timeouts, vectorised.
 
-    Failures of the whole job form a Poisson process of rate ``n_parts /
-    part_mtbf_s``, so the times between them are independent exponentials.
-    Between two failures the job first restarts (``R``), then completes
-    ``floor((X - R) / (tau + C))`` segments, each keeping ``tau`` of work; the
-    rest of the gap is lost. Goodput is kept work over total time. The same
-    ``n_failures`` gaps serve every interval, so the curve is smooth in ``tau``.
+    One long stream of ``n_heartbeats`` heartbeats gives the false alarms: a
+    suspicion starts at every gap between consecutive arrivals (in time order)
+    longer than the timeout. ``n_crashes`` independent crashes give the detection
+    time: the last arrival among the ``lookback`` heartbeats sent before the
+    crash, plus the timeout, minus the crash time (0 if already suspected).
 
     Args:
-        params: the job (its ``interval_s`` and ``work_s`` are not used).
-        intervals_s: checkpoint intervals to evaluate, seconds (> 0).
-        seed: seeds the gaps between failures.
-        n_failures: how many failures to simulate, in [100, 10**7].
+        params: the detector and network (its ``timeout_s`` is not used).
+        timeouts_s: timeouts to evaluate, seconds (> 0).
+        seed: seeds the generator (the same draws serve every timeout).
 
     Returns:
-        One row per interval: ``interval_s``, ``goodput`` (simulated),
-        ``model_goodput`` (Daly's closed form) and ``job_mtbf_s``.
+        One row per timeout: ``timeout_s``, ``false_alarm_rate_per_s``,
+        ``detection_time_s`` (mean), ``detection_p99_s``, and the closed forms
+        ``model_false_alarm_rate_per_s`` and ``model_detection_time_s``.
     """
-    tau = np.asarray(intervals_s, dtype=float).ravel()
-    if tau.size == 0 or np.any(~np.isfinite(tau)) or np.any(tau <= 0):
-        raise ValueError(f"intervals_s={intervals_s!r} must be finite numbers > 0")
-    check_int("n_failures", n_failures, 100, 10**7)
+    t = np.asarray(timeouts_s, dtype=float).ravel()
+    if t.size == 0 or np.any(~np.isfinite(t)) or np.any(t <= 0):
+        raise ValueError(f"timeouts_s={timeouts_s!r} must be finite numbers > 0")
+    check_int("n_heartbeats", n_heartbeats, 100, 10**8)
+    check_int("n_crashes", n_crashes, 10, 10**7)
+    check_int("lookback", lookback, 1, 10_000)
     check_int("seed", seed, 0)
-    m = params.job_mtbf_s
-    gaps = np.random.default_rng(seed).exponential(m, n_failures)
-    usable = np.maximum(gaps - params.restart_s, 0.0)
-    kept = np.empty_like(tau)
-    for i, t in enumerate(tau):  # one pass per interval keeps memory flat
-        kept[i] = t * np.floor(usable / (t + params.checkpoint_cost_s)).sum()
+    rng = np.random.default_rng(seed)
+    p = params
+    dt = p.interval_s
+
+    def arrivals(shape):
+        delay = p.base_delay_s + rng.exponential(p.jitter_s, shape)
+        lost = rng.random(shape) < p.loss
+        return np.where(lost, -np.inf, delay)
+
+    stream = np.arange(n_heartbeats) * dt + arrivals(n_heartbeats)
+    stream = np.sort(stream[np.isfinite(stream)])
+    gaps = np.sort(np.diff(stream))
+    watched_s = stream[-1] - stream[0]
+    alarms = gaps.size - np.searchsorted(gaps, t, side="right")
+
+    # Crash at u in [0, dt) after heartbeat 0; heartbeats 0, -1, ... were sent.
+    u = rng.uniform(0.0, dt, n_crashes)
+    sent = -dt * np.arange(lookback)
+    last = (sent + arrivals((n_crashes, lookback))).max(axis=1)
+    detect = np.maximum(last[:, None] + t[None, :] - u[:, None], 0.0)
     return pd.DataFrame(
         {
-            "interval_s": tau,
-            "goodput": kept / gaps.sum(),
-            "model_goodput": model_goodput(
-                tau, params.checkpoint_cost_s, m, params.restart_s
+            "timeout_s": t,
+            "false_alarm_rate_per_s": alarms / watched_s,
+            "detection_time_s": detect.mean(axis=0),
+            "detection_p99_s": np.quantile(detect, 0.99, axis=0),
+            "model_false_alarm_rate_per_s": heartbeat_false_alarm_rate(
+                t, dt, p.jitter_s, p.loss
             ),
-            "job_mtbf_s": m,
+            "model_detection_time_s": heartbeat_detection_time(
+                t, dt, p.base_delay_s, p.jitter_s, p.loss
+            ),
         }
     )
+
+
+def heartbeat_grid(
+    params: HeartbeatParams,
+    timeouts_s,
+    jitters_ms=(50, 100, 150, 200, 250, 300),
+    losses_pct=(0, 2, 4, 6, 8, 10),
+    seed: int = 0,
+    *,
+    n_heartbeats: int = 20_000,
+    n_crashes: int = 1_000,
+) -> pd.DataFrame:
+    """``heartbeat_sweep`` for every jitter and loss of a grid (for sliders).
+
+    Args:
+        params: the detector (its jitter and loss are replaced by the grid's).
+        timeouts_s: timeouts, seconds.
+        jitters_ms: mean jitters, whole milliseconds, evenly spaced.
+        losses_pct: loss rates, whole percent in [0, 90], evenly spaced.
+
+    Returns:
+        The sweeps stacked, with integer columns ``jitter_ms`` and ``loss_pct``.
+    """
+    parts = []
+    for jitter in jitters_ms:
+        for loss in losses_pct:
+            check_int("jitter_ms", jitter, 0, 10**6)
+            check_int("loss_pct", loss, 0, 90)
+            p = replace(params, jitter_s=jitter / 1e3, loss=loss / 100)
+            sweep = heartbeat_sweep(
+                p, timeouts_s, seed, n_heartbeats=n_heartbeats, n_crashes=n_crashes
+            )
+            parts.append(sweep.assign(jitter_ms=jitter, loss_pct=loss))
+    return pd.concat(parts, ignore_index=True)

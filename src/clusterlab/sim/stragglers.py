@@ -1,7 +1,7 @@
 """Stragglers, simulated: workers, a barrier, backup workers and local SGD.
 
 Each of ``n_workers`` workers computes for a random time per step (the
-distributions of ``cl.models.stragglers``), then waits at a barrier for the
+distributions of ``cl.models.jitter``), then waits at a barrier for the
 others; the all-reduce that follows costs ``allreduce_s``. Two refinements:
 
 * **backup workers** (Chen et al. 2016): the round ends when the fastest
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_choice, check_float, check_int
-from ..models.stragglers import JITTERS
+from ..models.jitter import JITTERS
 
 __all__ = [
     "StragglerParams",

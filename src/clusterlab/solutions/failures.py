@@ -1,8 +1,8 @@
-"""Reference solutions: failure detection and checkpoint waste."""
+"""Reference solution: a heartbeat detector's mean detection time."""
 
 from __future__ import annotations
 
-__all__ = ["checkpoint_waste", "mean_detection_time"]
+__all__ = ["mean_detection_time"]
 
 
 def mean_detection_time(timeout_s: float, interval_s: float, mean_delay_s: float):
@@ -13,12 +13,3 @@ def mean_detection_time(timeout_s: float, interval_s: float, mean_delay_s: float
     detector then waits ``timeout_s`` of silence.
     """
     return timeout_s + mean_delay_s - interval_s / 2
-
-
-def checkpoint_waste(interval_s: float, checkpoint_cost_s: float, mtbf_s: float):
-    """First-order fraction of time wasted, checkpoints plus lost work.
-
-    A checkpoint of cost C every tau seconds wastes C / tau; a failure, once per
-    M seconds, loses on average half an interval, tau / 2.
-    """
-    return checkpoint_cost_s / interval_s + interval_s / (2 * mtbf_s)

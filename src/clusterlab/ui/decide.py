@@ -6,16 +6,17 @@ import html
 import math
 from dataclasses import replace
 
-from ..models.decide import PRESETS, Hardware, Workload, recommend
+from ..models.decide import PRESETS, Hardware, Workload, recommend, reference_hardware
 
 __all__ = ["decision_helper"]
 
 
-def decision_helper(hw: Hardware, start: str = "LLM training (70B)"):
+def decision_helper(hw: Hardware | None = None, start: str = "LLM training (70B)"):
     """Controls for a workload's traits, starting from one of ``PRESETS``.
 
     Args:
-        hw: the hardware and prices to compare (``cl.models.decide.Hardware``).
+        hw: the hardware and prices to compare (``cl.models.decide.Hardware``);
+            default: ``cl.models.decide.reference_hardware()``.
         start: the preset shown first.
 
     Returns:
@@ -23,6 +24,7 @@ def decision_helper(hw: Hardware, start: str = "LLM training (70B)"):
     """
     import ipywidgets as w
 
+    hw = reference_hardware() if hw is None else hw
     if start not in PRESETS:
         raise ValueError(f"start={start!r} must be one of {list(PRESETS)}")
     wide = {"description_width": "170px"}

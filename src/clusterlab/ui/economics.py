@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import html
 
-from ..models.economics import DEFAULTS, breakeven_utilization, useful_hour_cost
+import numpy as np
+import pandas as pd
+
+from ..models.breakeven import useful_hour_table
+from ..models.economics import (
+    DEFAULTS,
+    breakeven_utilization,
+    cloud_price,
+    useful_hour_cost,
+)
 from ..viz.economics import useful_hour_curve
 
 __all__ = ["economics_explorer"]
 
 
-def economics_explorer():
+def economics_explorer(start_price: float | None = None):
     """Sliders for the cloud price, utilisation and the owned GPU's inputs.
+
+    Args:
+        start_price: the cloud price the slider starts at, dollars per GPU-hour;
+            default: the reference on-demand row of ``data/prices.csv``.
 
     Returns:
         An ``ipywidgets.VBox``: the sliders, the figures they give (break-even
@@ -20,10 +33,11 @@ def economics_explorer():
     import ipywidgets as w
     from IPython.display import display
 
+    start = cloud_price() if start_price is None else float(start_price)
     style = {"description_width": "150px"}
     sliders = {
         "cloud_price": w.FloatSlider(
-            value=2.5, min=1, max=8, step=0.1, description="cloud $/GPU-h"
+            value=start, min=1, max=8, step=0.05, description="cloud $/GPU-h"
         ),
         "utilization": w.FloatSlider(
             value=0.6, min=0.05, max=1, step=0.05, description="utilisation"
@@ -33,7 +47,7 @@ def economics_explorer():
             min=10_000,
             max=60_000,
             step=500,
-            description="purchase $/GPU",
+            description="server $/GPU",
         ),
         "lifetime_years": w.FloatSlider(
             value=DEFAULTS["lifetime_years"],
@@ -46,7 +60,7 @@ def economics_explorer():
             value=DEFAULTS["price_per_kwh"],
             min=0.03,
             max=0.4,
-            step=0.01,
+            step=0.005,
             description="$ per kWh",
         ),
     }
@@ -66,9 +80,11 @@ def economics_explorer():
             f"break-even utilisation: {even}; at {u:.0%} an owned useful hour "
             f"costs ${owned:.2f} against ${price:.2f} rented: {verdict}"
         )
+        curve = useful_hour_table(price, np.linspace(0.05, 1.0, 96), **v)
+        here = pd.DataFrame({"u": [u], "owned": [owned]})
         out.clear_output(wait=True)
         with out:
-            display(useful_hour_curve(price, u, **v))
+            display(useful_hour_curve(curve, here))
 
     for s in sliders.values():
         s.observe(update, names="value")

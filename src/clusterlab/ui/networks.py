@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import html
 
-from ..models.interconnects import cluster_allreduce_time, interconnect_sweep, link
-from ..viz.networks import (
-    allreduce_algorithms_chart,
-    allreduce_model_sweep,
-    step_time_chart,
-)
+from ..models.allreduce_sweeps import allreduce_model_sweep
+from ..models.interconnects import cluster_allreduce_time, interconnect_sweep
+from ..models.links import LINKS, link
+from ..viz.networks import allreduce_algorithms_chart, step_time_chart
 
 __all__ = ["allreduce_algorithm_explorer", "interconnect_calculator"]
 
@@ -37,11 +35,17 @@ def allreduce_algorithm_explorer():
     """
     import ipywidgets as w
 
+    start = LINKS["100GbE TCP"]  # start from one 100 GbE port per GPU
     alpha = w.FloatLogSlider(
-        value=1e-5, base=10, min=-7, max=-3, step=0.25, description="α (s)"
+        value=start.alpha_s, base=10, min=-7, max=-3, step=0.25, description="α (s)"
     )
     bw = w.FloatLogSlider(
-        value=12.5e9, base=10, min=8, max=12, step=0.1, description="B (B/s)"
+        value=start.per_direction_Bps,
+        base=10,
+        min=8,
+        max=12,
+        step=0.1,
+        description="B (B/s)",
     )
     size = w.IntSlider(value=28, min=10, max=36, description="log2 bytes")
 

@@ -52,8 +52,9 @@ def pipeline_schedule_widget(
         df = simulate_schedule(p.value, m.value, sched.value, interleave=v.value)
         formula = bubble_fraction(p.value, m.value, sched.value, v.value)
         held = peak_in_flight(df).max()
+        idle = simulated_bubble(df)
         status.value = (
-            f"idle {simulated_bubble(df):.1%} of the stages' time (formula "
+            f"idle {idle:.1%} of the stages' time (formula "
             f"{formula:.1%}); most micro-batches held by one stage: {held:g}"
         )
         with out:
@@ -61,6 +62,7 @@ def pipeline_schedule_widget(
                 pipeline_gantt(
                     df,
                     title=f"{sched.value}, p = {p.value}, m = {m.value}, v = {v.value}",
+                    idle_fraction=idle,
                 )
             )
 

@@ -86,7 +86,8 @@ def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
     pick = w.Dropdown(options=list(PLANNER_MODELS), value=model, description="model")
     log2_gpus = w.IntSlider(value=gpus.bit_length() - 1, min=0, max=12)
     log2_gpus.description = "log2 GPUs"
-    mem = w.IntSlider(value=80, min=16, max=192, step=8, description="GB per GPU")
+    gb = round(compute.H100_SXM.memory_bytes / 1e9)
+    mem = w.IntSlider(value=gb, min=16, max=192, step=8, description="GB per GPU")
     mb = w.IntSlider(value=micro_batch, min=1, max=8, description="micro-batch")
     gbatch = w.IntText(value=batch, description="global batch")
     status = w.HTML()

@@ -11,7 +11,8 @@ import html
 import pandas as pd
 
 from .._validate import check_int
-from ..models.stragglers import JITTERS, expected_step_time
+from ..models.jitter import JITTERS
+from ..models.stragglers import expected_step_time
 from ..sim.stragglers import StragglerParams, mean_step_time, simulate
 from ..viz.stragglers import straggler_scaling_chart
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .._validate import check_choice
-from ..viz.tensor_parallel import TP_MODELS, tp_cost_chart, tp_cost_sweep
+from ..models.tensor_parallel import TP_MODELS, tp_cost_sweep
+from ..viz.tensor_parallel import tp_cost_chart
 
 __all__ = ["tp_cost_widget"]
 
@@ -12,7 +13,7 @@ def tp_cost_widget(model: str = "Llama 2 7B"):
     """A model menu and a global-batch slider over the TP cost chart.
 
     Args:
-        model: initial model, a name from ``cl.viz.TP_MODELS``.
+        model: initial model, a name from ``cl.models.tensor_parallel.TP_MODELS``.
 
     Returns:
         The widget (an ``ipywidgets.VBox``); ``.update()`` redraws it.

@@ -1,8 +1,11 @@
 """Charts of checkpointing: goodput against the interval, and a job's timeline.
 
-Builders take the DataFrames of ``cl.sim.failures`` and return Altair charts;
-``goodput_explorer`` carries Vega-Lite sliders, so it stays interactive in
-the built book with no kernel.
+Builders take the DataFrames of ``cl.sim.checkpointing`` and return Altair
+charts. ``goodput_explorer`` carries Vega-Lite sliders, so it stays interactive
+in the built book with no kernel: its curve and rule are the closed forms of
+``cl.models.checkpointing`` written as Vega expressions. Each expression comes
+from one function here (``job_mtbf_expr``, ``goodput_expr``, ``young_expr``),
+and the tests evaluate them in Vega and compare them with the Python models.
 """
 
 from __future__ import annotations
@@ -12,10 +15,17 @@ import math
 import altair as alt
 import pandas as pd
 
+from .._units import HOUR_S
 from ._checks import check_columns
-from .failures import HOUR_S
 
-__all__ = ["goodput_chart", "goodput_explorer", "job_timeline_chart"]
+__all__ = [
+    "goodput_chart",
+    "goodput_expr",
+    "goodput_explorer",
+    "job_mtbf_expr",
+    "job_timeline_chart",
+    "young_expr",
+]
 
 INTERVAL_AXIS = "checkpoint interval (s of work, log scale)"
 
@@ -88,6 +98,29 @@ def goodput_chart(
     )
 
 
+def job_mtbf_expr(part_mtbf_h: str, log2_parts: str) -> str:
+    """Vega expression for ``job_mtbf(part_mtbf_h * HOUR_S, 2**log2_parts)``, s.
+
+    Args: Vega expressions (a parameter's name, or ``datum.<field>``).
+    """
+    return f"{part_mtbf_h} * {HOUR_S:g} / pow(2, {log2_parts})"
+
+
+def goodput_expr(interval_s: str, cost_s: str, mtbf_s: str, restart_s: str) -> str:
+    """Vega expression for Daly's exact ``goodput(tau, C, M, R)``.
+
+    ``tau / (M * exp(R / M) * (exp((tau + C) / M) - 1))``; the arguments are
+    Vega expressions for the interval, checkpoint cost, MTBF and restart (s).
+    """
+    tau, c, m, r = (f"({e})" for e in (interval_s, cost_s, mtbf_s, restart_s))
+    return f"{tau} / ({m} * exp({r} / {m}) * (exp(({tau} + {c}) / {m}) - 1))"
+
+
+def young_expr(cost_s: str, mtbf_s: str) -> str:
+    """Vega expression for Young's interval ``sqrt(2 * C * M)``, seconds."""
+    return f"sqrt(2 * ({cost_s}) * ({mtbf_s}))"
+
+
 def goodput_explorer(
     *,
     n_gpus: int = 1024,
@@ -124,7 +157,6 @@ def goodput_explorer(
         value=restart_s,
         bind=alt.binding_range(min=0, max=1800, step=30, name="restart cost (s) "),
     )
-    mtbf_expr = "gpu_mtbf_h * 3600 / pow(2, log2_gpus)"
     grid = alt.sequence(1.0, 5.0, 0.02, as_="log_tau")
     x = alt.X(
         "interval_s:Q",
@@ -138,18 +170,20 @@ def goodput_explorer(
     )
     curve = (
         alt.Chart(grid)
-        .transform_calculate(interval_s="pow(10, datum.log_tau)", m=mtbf_expr)
         .transform_calculate(
-            goodput="datum.interval_s / (datum.m * exp(restart_s / datum.m)"
-            " * (exp((datum.interval_s + ckpt_s) / datum.m) - 1))"
+            interval_s="pow(10, datum.log_tau)",
+            m=job_mtbf_expr("gpu_mtbf_h", "log2_gpus"),
+        )
+        .transform_calculate(
+            goodput=goodput_expr("datum.interval_s", "ckpt_s", "datum.m", "restart_s")
         )
         .mark_line(color="#0072B2")
         .encode(x=x, y=y)
     )
     rule = (
         alt.Chart(pd.DataFrame({"k": [0]}))
-        .transform_calculate(m=mtbf_expr)
-        .transform_calculate(interval_s="sqrt(2 * ckpt_s * datum.m)")
+        .transform_calculate(m=job_mtbf_expr("gpu_mtbf_h", "log2_gpus"))
+        .transform_calculate(interval_s=young_expr("ckpt_s", "datum.m"))
         .mark_rule(color="#E69F00", strokeWidth=2)
         .encode(
             x=x,
@@ -175,7 +209,7 @@ def goodput_explorer(
 def job_timeline_chart(
     phases: pd.DataFrame, title: str = "One job's timeline: work, checkpoints, failures"
 ) -> alt.Chart:
-    """The phases of ``cl.sim.failures.simulate`` as a strip, coloured by kind."""
+    """The phases of ``cl.sim.checkpointing.simulate`` as a strip, by kind."""
     check_columns(phases, ["start_s", "end_s", "phase", "kept"])
     kind = phases["phase"].where(
         phases["kept"] | (phases["phase"] == "restart"), "lost " + phases["phase"]

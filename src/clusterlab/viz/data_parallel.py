@@ -10,6 +10,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ..models.compute import H100_SXM
+from ..models.data_parallel import STATE_KINDS
 from ._checks import check_columns
 
 __all__ = [
@@ -20,7 +22,6 @@ __all__ = [
 ]
 
 GB = 1e9
-KIND_ORDER = ["weights", "grads", "optimizer"]
 
 
 def dp_step_chart(
@@ -122,7 +123,7 @@ def bucket_chart(
 
 def zero_memory_chart(
     sweep: pd.DataFrame,
-    gpu_bytes: float = 80e9,
+    gpu_bytes: float | None = None,
     title: str = "Model state per GPU: ZeRO stage against data-parallel degree",
     *,
     controls: bool = True,
@@ -131,11 +132,13 @@ def zero_memory_chart(
 
     Args:
         sweep: ``cl.models.zero_memory_sweep``'s DataFrame.
-        gpu_bytes: a GPU's memory, drawn as a rule (default 80 GB, an H100).
+        gpu_bytes: a GPU's memory, drawn as a rule (None: the H100 SXM5's,
+            from ``data/gpu_specs.csv``).
         controls: radio buttons for stage and model size (False: the sweep must
             hold one of each, as in the live widget).
     """
     check_columns(sweep, ["n_params", "dp", "zero_stage", "kind", "bytes"], "sweep")
+    gpu_bytes = H100_SXM.memory_bytes if gpu_bytes is None else gpu_bytes
     data = sweep.assign(
         gb=sweep["bytes"] / GB,
         model=(sweep["n_params"] / 1e9).map(lambda b: f"{b:g}B"),
@@ -160,7 +163,7 @@ def zero_memory_chart(
     bars = base.mark_bar().encode(
         x=alt.X("dp:O", title="data-parallel degree (GPUs sharing the state)"),
         y=alt.Y("sum(gb):Q", title="model state per GPU (GB)"),
-        color=alt.Color("kind:N", sort=KIND_ORDER, title="state"),
+        color=alt.Color("kind:N", sort=list(STATE_KINDS), title="state"),
         order=alt.Order("kind:N"),
         tooltip=["dp", "kind", alt.Tooltip("gb:Q", title="GB", format=".2f")],
     )
@@ -203,7 +206,7 @@ def fsdp_memory_chart(
         title="ranks (world size, log scale)",
     )
     y_title = "bytes per rank (MB, log scale)"
-    color = alt.Color("kind:N", sort=[*KIND_ORDER, "total"], title="state")
+    color = alt.Color("kind:N", sort=[*STATE_KINDS, "total"], title="state")
     lines = (
         alt.Chart(data)
         .mark_line(strokeDash=[6, 3])

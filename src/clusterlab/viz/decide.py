@@ -1,43 +1,22 @@
-"""Charts for the decision helper (the choosing lab and chapter)."""
+"""Charts for the decision helper (the choosing lab and chapter).
+
+The table they draw is ``cl.models.decide.decision_table``.
+"""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
-__all__ = ["decision_chart", "decision_table"]
+from ._checks import check_columns
+
+__all__ = ["decision_chart"]
 
 CHOICE_COLORS = {
     "GPU cluster": "#009E73",
     "distributed CPU": "#0072B2",
     "both": "#E69F00",
 }
-
-
-def decision_table(workloads, hw) -> pd.DataFrame:
-    """One row per (workload, reason) with the recommendation and its numbers.
-
-    Args:
-        workloads: ``cl.models.decide.Workload`` objects.
-        hw: a ``cl.models.decide.Hardware``.
-    """
-    from ..models.decide import recommend
-
-    rows = []
-    for w in workloads:
-        r = recommend(w, hw)
-        for i, (rule, text) in enumerate(r["reasons"]):
-            rows.append(
-                {
-                    "workload": w.name,
-                    "choice": r["choice"],
-                    "job_speedup": r["numbers"]["job_speedup"],
-                    "cost_ratio": r["numbers"]["cost_ratio"],
-                    "line": i,
-                    "reason": f"{rule}: {text}",
-                }
-            )
-    return pd.DataFrame(rows)
 
 
 def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChart:
@@ -47,12 +26,12 @@ def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChar
     the reasons for its recommendation. Works without a kernel.
 
     Args:
-        df: ``decision_table``'s output.
+        df: ``cl.models.decide.decision_table``'s output.
         pick: the workload selected at first (default: the first one).
     """
-    missing = {"workload", "choice", "cost_ratio", "line", "reason"} - set(df.columns)
-    if missing:
-        raise ValueError(f"df lacks the columns {sorted(missing)}")
+    check_columns(
+        df, ["workload", "choice", "job_speedup", "cost_ratio", "line", "reason"]
+    )
     names = list(dict.fromkeys(df["workload"]))
     param = alt.param(
         name="workload_pick",

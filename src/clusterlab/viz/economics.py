@@ -1,4 +1,8 @@
-"""Charts of owning against renting GPU-hours (the economics lab and chapter)."""
+"""Charts of owning against renting GPU-hours (the economics lab and chapter).
+
+Every builder takes a DataFrame computed by ``cl.models.economics``,
+``cl.models.breakeven`` or ``cl.models.cluster_capex`` and only draws it.
+"""
 
 from __future__ import annotations
 
@@ -6,54 +10,75 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..models.economics import DEFAULTS, HOURS_PER_YEAR, useful_hour_cost
+from ..models.economics import HOURS_PER_YEAR
+from ._checks import check_columns
 
 __all__ = [
     "breakeven_explorer",
     "breakeven_sweep_chart",
+    "capex_chart",
     "useful_hour_chart",
     "useful_hour_curve",
 ]
 
 COST_AXIS = "cost per useful GPU-hour ($)"
 UTIL_AXIS = "utilisation (fraction of hours with useful work)"
+EXPLORER_COLUMNS = [
+    "cloud_price",
+    "capex",
+    "other_capex",
+    "lifetime_years",
+    "ops_fraction",
+    "facility_hourly",
+    "idle_kw_wall",
+    "busy_kw_wall",
+    "price_per_kwh",
+]
 
 
 def breakeven_explorer(
-    cloud_price: float = 2.50, title: str = "Where owning starts to pay"
+    inputs: pd.DataFrame, title: str = "Where owning starts to pay"
 ) -> alt.LayerChart:
     """Owned cost per useful GPU-hour against utilisation, with sliders in the page.
 
-    The sliders (cloud price, purchase price per GPU, lifetime, electricity) are
+    The sliders (cloud price, server price per GPU, lifetime, electricity) are
     Vega-Lite parameters: the curve is recomputed in the browser from the same
     formula as ``cl.models.economics.useful_hour_cost``, with no kernel.
+
+    Args:
+        inputs: one row of ``cl.models.breakeven.explorer_inputs``; the
+            sliders start at its values and the other terms stay fixed.
     """
-    price = alt.param(
+    check_columns(inputs, EXPLORER_COLUMNS, "inputs")
+    r = inputs.iloc[0]
+    cloud = alt.param(
         name="cloud_price",
-        value=cloud_price,
-        bind=alt.binding_range(min=1, max=8, step=0.1, name="cloud $/GPU-hour "),
+        value=round(float(r["cloud_price"]), 2),
+        bind=alt.binding_range(min=1, max=8, step=0.05, name="cloud $/GPU-hour "),
     )
     capex = alt.param(
         name="capex",
-        value=round(DEFAULTS["capex_per_gpu"], -2),
+        value=round(float(r["capex"]), -2),
         bind=alt.binding_range(
-            min=10_000, max=60_000, step=500, name="purchase $ per GPU "
+            min=10_000, max=60_000, step=500, name="server $ per GPU "
         ),
     )
     life = alt.param(
         name="life",
-        value=DEFAULTS["lifetime_years"],
+        value=float(r["lifetime_years"]),
         bind=alt.binding_range(min=2, max=7, step=0.5, name="lifetime (years) "),
     )
-    kwh = alt.param(
+    electricity = alt.param(
         name="kwh",
-        value=DEFAULTS["price_per_kwh"],
-        bind=alt.binding_range(min=0.03, max=0.40, step=0.01, name="$ per kWh "),
+        value=round(float(r["price_per_kwh"]), 3),
+        bind=alt.binding_range(min=0.03, max=0.40, step=0.005, name="$ per kWh "),
     )
-    ops = DEFAULTS["ops_fraction_per_year"]
-    kw_wall = DEFAULTS["watts_per_gpu"] / 1000 * DEFAULTS["pue"]
-    fixed = f"(capex / (life * {HOURS_PER_YEAR}) + capex * {ops} / {HOURS_PER_YEAR})"
-    power = f"({kw_wall} * kwh)"
+    it = f"(capex + {r['other_capex']})"
+    fixed = (
+        f"({it} / (life * {HOURS_PER_YEAR}) + {it} * {r['ops_fraction']} / "
+        f"{HOURS_PER_YEAR} + {r['facility_hourly']} + {r['idle_kw_wall']} * kwh)"
+    )
+    power = f"(({r['busy_kw_wall']} - {r['idle_kw_wall']}) * kwh)"
     grid = alt.sequence(0.05, 1.0001, 0.01, as_="u")
     x = alt.X("u:Q", title=UTIL_AXIS, scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("cost:Q", title=COST_AXIS, scale=alt.Scale(domain=[0, 12], clamp=True))
@@ -85,35 +110,41 @@ def breakeven_explorer(
     )
     return (
         alt.layer(owned, rented, mark)
-        .add_params(price, capex, life, kwh)
+        .add_params(cloud, capex, life, electricity)
         .properties(
             width=520,
             height=300,
             title=alt.TitleParams(
                 title,
-                subtitle="blue: an owned GPU's cost per useful hour; dashed: the "
-                "cloud price; they cross at the break-even utilisation",
+                subtitle="blue: an owned GPU's cost per useful hour (idle power, "
+                "fabric, storage and facility included); dashed: the cloud price",
             ),
         )
     )
 
 
-def useful_hour_chart(
-    utilizations=(0.35, 0.85), title: str = "The same GPU, busy 35% or 85% of hours"
-) -> alt.Chart:
-    """Bars of the owned cost per useful GPU-hour at a few utilisations (defaults)."""
-    rows = [
-        {"utilisation": f"{u:.0%}", "cost": useful_hour_cost(u)} for u in utilizations
-    ]
+def useful_hour_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
+    """Bars of the owned cost per useful GPU-hour at a few utilisations.
+
+    Args:
+        df: ``cl.models.breakeven.useful_hour_table`` rows (columns ``u`` and
+            ``owned``).
+    """
+    check_columns(df, ["u", "owned"])
+    data = df.assign(utilisation=[f"{u:.0%}" for u in df["u"]])
     return (
-        alt.Chart(pd.DataFrame(rows))
+        alt.Chart(data)
         .mark_bar(color="#0072B2")
         .encode(
             x=alt.X("utilisation:N", title="utilisation", sort=None),
-            y=alt.Y("cost:Q", title=COST_AXIS),
-            tooltip=[alt.Tooltip("cost:Q", format="$.2f")],
+            y=alt.Y("owned:Q", title=COST_AXIS),
+            tooltip=[alt.Tooltip("owned:Q", format="$.2f")],
         )
-        .properties(width=260, height=220, title=title)
+        .properties(
+            width=260,
+            height=220,
+            title=title or "The same owned GPU at different utilisations",
+        )
     )
 
 
@@ -121,11 +152,10 @@ def breakeven_sweep_chart(df: pd.DataFrame, title: str | None = None) -> alt.Cha
     """Break-even utilisation against cloud price, one line per lifetime.
 
     Args:
-        df: columns ``cloud_price``, ``breakeven`` and ``lifetime_years``.
+        df: ``cl.models.breakeven.breakeven_table`` (columns ``cloud_price``,
+            ``breakeven`` and ``lifetime_years``).
     """
-    missing = {"cloud_price", "breakeven", "lifetime_years"} - set(df.columns)
-    if missing:
-        raise ValueError(f"df lacks the columns {sorted(missing)}")
+    check_columns(df, ["cloud_price", "breakeven", "lifetime_years"])
     data = df.assign(breakeven=np.minimum(df["breakeven"], 1.2))
     half = alt.Chart(pd.DataFrame({"y": [0.5]})).mark_rule(color="#999").encode(y="y")
     lines = (
@@ -157,20 +187,15 @@ def breakeven_sweep_chart(df: pd.DataFrame, title: str | None = None) -> alt.Cha
     )
 
 
-def useful_hour_curve(
-    cloud_price: float, utilization: float | None = None, **onprem
-) -> alt.LayerChart:
-    """The owned cost per useful hour (from the model) against the cloud price.
+def useful_hour_curve(df: pd.DataFrame, here: pd.DataFrame | None = None):
+    """The owned cost per useful hour against the cloud price, over utilisation.
 
     Args:
-        cloud_price: dollars per rented GPU-hour.
-        utilization: a utilisation to mark on the curve, or None.
-        **onprem: the inputs of ``cl.models.economics.onprem_hourly``.
+        df: ``cl.models.breakeven.useful_hour_table`` (columns ``u``, ``owned``
+            and ``cloud``).
+        here: an optional row with ``u`` and ``owned`` to mark on the curve.
     """
-    u = np.linspace(0.05, 1.0, 96)
-    df = pd.DataFrame(
-        {"u": u, "owned": [useful_hour_cost(x, **onprem) for x in u]}
-    ).assign(cloud=cloud_price)
+    check_columns(df, ["u", "owned", "cloud"])
     x = alt.X("u:Q", title=UTIL_AXIS, scale=alt.Scale(domain=[0, 1]))
     y_scale = alt.Scale(domain=[0, 12], clamp=True)
     base = alt.Chart(df)
@@ -182,10 +207,8 @@ def useful_hour_curve(
             x=x, y=alt.Y("cloud:Q", scale=y_scale)
         ),
     ]
-    if utilization is not None:
-        here = pd.DataFrame(
-            {"u": [utilization], "owned": [useful_hour_cost(utilization, **onprem)]}
-        )
+    if here is not None:
+        check_columns(here, ["u", "owned"], "here")
         layers.append(
             alt.Chart(here)
             .mark_point(size=120, filled=True, color="#000")
@@ -198,4 +221,45 @@ def useful_hour_curve(
             "Owned (blue) against rented (dashed) GPU-hours",
             subtitle="the black dot is the utilisation you chose",
         ),
+    )
+
+
+def capex_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
+    """Stacked bars of a cluster's up-front cost, one bar per server price.
+
+    Args:
+        df: ``cl.models.cluster_capex.e1_capex_table`` (columns ``node_item``,
+            ``with_facility``, ``servers``, ``fabric``, ``storage``,
+            ``facility``).
+    """
+    terms = ["servers", "fabric", "storage", "facility"]
+    check_columns(df, ["node_item", "with_facility", *terms])
+    data = df.assign(
+        option=df["node_item"]
+        + np.where(df["with_facility"], " + facility", " (colocated)")
+    ).melt(id_vars=["option"], value_vars=terms, var_name="term", value_name="usd")
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("option:N", title=None, sort=None),
+            x=alt.X(
+                "sum(usd):Q", title="up-front cost ($)", axis=alt.Axis(format="$~s")
+            ),
+            color=alt.Color("term:N", title="term", sort=terms),
+            order=alt.Order("term_order:Q"),
+            tooltip=["option", "term", alt.Tooltip("usd:Q", format="$,.0f")],
+        )
+        .transform_calculate(
+            term_order="indexof(['servers','fabric','storage','facility'], datum.term)"
+        )
+        .properties(
+            width=460,
+            height=240,
+            title=alt.TitleParams(
+                title or "What 512 H100 cost up front, term by term",
+                subtitle="one bar per published server price; facility: fit-out "
+                "for the servers' maximum draw",
+            ),
+        )
     )

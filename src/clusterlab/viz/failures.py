@@ -1,6 +1,6 @@
 """Charts of failure: what survivors see, and heartbeat failure detectors.
 
-Builders take the DataFrames of ``cl.dist.failure`` and ``cl.sim.heartbeat``
+Builders take the DataFrames of ``cl.dist.failures`` and ``cl.sim.failures``
 and return Altair charts; the explorer carries Vega-Lite sliders, so it stays
 interactive in the built book with no kernel.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from .._units import HOUR_S
 from ._checks import check_columns
 
 __all__ = [
@@ -18,7 +19,6 @@ __all__ = [
     "survivor_chart",
 ]
 
-HOUR_S = 3600.0
 TIMEOUT_AXIS = "detector timeout (s)"
 
 

@@ -17,6 +17,7 @@ from ._checks import check_columns
 
 __all__ = [
     "busbw_model_chart",
+    "busbw_size_chart",
     "busbw_vs_published_chart",
     "link_rates_chart",
     "published_busbw_chart",
@@ -31,50 +32,109 @@ def busbw_vs_published_chart(
     published: pd.DataFrame,
     title: str = "This machine's collectives beside published GPU all-reduce",
 ) -> alt.LayerChart:
-    """Measured bus bandwidth per op (lines) and published GPU points, log–log."""
+    """Measured bus bandwidth per op and published all-reduce curves, log–log.
+
+    Args:
+        measured: ``op, size_bytes, busbw_Bps`` (``cl.perf.bench_collective``).
+        published: ``cl.models.allreduce_sweeps.busbw_size_sweep`` output: the
+            published points and the size-aware curve between them (rows of
+            the raw published table are drawn as points only).
+    """
     check_columns(measured, ["op", "size_bytes", "busbw_Bps"])
-    check_columns(published, ["system", "size_bytes", "busbw_Bps", "source"])
+    if "kind" not in published.columns:  # the raw table: its sized rows, as points
+        check_columns(published, ["system", "size_bytes", "busbw_Bps"])
+        published = published.dropna(subset=["size_bytes"])
+        published = published.assign(label=published["system"], kind="published")
+    check_columns(published, ["label", "kind", "size_bytes", "busbw_Bps"])
     here = measured.assign(busbw_GBps=measured["busbw_Bps"] / 1e9)
-    pub = published.dropna(subset=["size_bytes"])
-    pub = pub.assign(busbw_GBps=pub["busbw_Bps"] / 1e9)
+    pub = published.assign(busbw_GBps=published["busbw_Bps"] / 1e9)
     x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
     y = alt.Y("busbw_GBps:Q", scale=alt.Scale(type="log"), title=BUSBW_AXIS)
+    tip = [
+        alt.Tooltip("size_bytes:Q", format=","),
+        alt.Tooltip("busbw_GBps:Q", title="GB/s", format=".3g"),
+    ]
     lines = (
         alt.Chart(here)
         .mark_line(point=True)
-        .encode(
-            x=x,
-            y=y,
-            color=alt.Color("op:N", title="measured here"),
-            tooltip=[
-                "op",
-                alt.Tooltip("size_bytes:Q", format=","),
-                alt.Tooltip("busbw_GBps:Q", title="GB/s", format=".3f"),
-            ],
-        )
+        .encode(x=x, y=y, color=alt.Color("op:N", title="measured here"), tooltip=tip)
+    )
+    curves = (
+        alt.Chart(pub[pub["kind"] == "interpolated"])
+        .mark_line(strokeDash=[4, 3], color="#000")
+        .encode(x=x, y=y, detail="label:N", tooltip=["label:N", *tip])
     )
     points = (
-        alt.Chart(pub)
-        .mark_point(shape="diamond", size=140, filled=True, color="#000")
-        .encode(
-            x=x,
-            y=y,
-            tooltip=[
-                "system",
-                alt.Tooltip("size_bytes:Q", format=","),
-                alt.Tooltip("busbw_GBps:Q", title="GB/s", format=".0f"),
-                "source",
-            ],
-        )
+        alt.Chart(pub[pub["kind"] == "published"])
+        .mark_point(shape="diamond", size=60, filled=True, color="#000")
+        .encode(x=x, y=y, tooltip=["label:N", *tip])
     )
-    labels = points.mark_text(align="right", dx=-10, dy=-10, fontSize=11).encode(
-        text="system:N"
-    )
-    return alt.layer(lines, points, labels).properties(
+    return alt.layer(lines, curves, points).properties(
         title=alt.TitleParams(
             title,
-            subtitle="lines: busbw measured on this machine; black diamonds: "
-            "published 8-GPU H100 all-reduce (data/collective_busbw_published.csv)",
+            subtitle="coloured: busbw measured on this machine; black diamonds: "
+            "published GPU all-reduce, dashed: interpolated in log size",
+        )
+    )
+
+
+def busbw_size_chart(
+    df: pd.DataFrame,
+    title: str = "Published all-reduce bus bandwidth depends on message size",
+) -> alt.LayerChart:
+    """Busbw against size per published system; rules at each link's rate.
+
+    Click a legend entry to pick one system. Works without a kernel.
+
+    Args:
+        df: ``cl.models.allreduce_sweeps.busbw_size_sweep`` output.
+    """
+    cols = ["label", "kind", "size_bytes", "busbw_Bps", "link_per_direction_Bps"]
+    check_columns(df, cols)
+    data = df.assign(
+        busbw_GBps=df["busbw_Bps"] / 1e9, link_GBps=df["link_per_direction_Bps"] / 1e9
+    )
+    pick = alt.selection_point(fields=["label"], bind="legend")
+    x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
+    y = alt.Y("busbw_GBps:Q", title="bus bandwidth (GB/s)")
+    colour = alt.Color(
+        "label:N", title="system", legend=alt.Legend(orient="bottom", labelLimit=420,
+        columns=1)
+    )  # fmt: skip
+    fade = alt.condition(pick, alt.value(1.0), alt.value(0.15))
+    tip = [
+        "label:N",
+        "kind:N",
+        alt.Tooltip("size_bytes:Q", format=","),
+        alt.Tooltip("busbw_GBps:Q", title="GB/s", format=".1f"),
+    ]
+    base = alt.Chart(data)
+    curve = (
+        base.transform_filter("datum.kind == 'interpolated'")
+        .mark_line()
+        .encode(x=x, y=y, color=colour, opacity=fade, tooltip=tip)
+    )
+    points = (
+        base.transform_filter("datum.kind == 'published'")
+        .mark_point(filled=True, size=50)
+        .encode(x=x, y=y, color=colour, opacity=fade, tooltip=tip)
+    )
+    rules = (
+        alt.Chart(data.drop_duplicates("link_GBps"))
+        .mark_rule(strokeDash=[6, 3], color="#555")
+        .encode(y="link_GBps:Q", tooltip=[alt.Tooltip("link_GBps:Q", title="link")])
+    )
+    return (
+        alt.layer(curve, points, rules)
+        .add_params(pick)
+        .properties(
+            height=300,
+            title=alt.TitleParams(
+                title,
+                subtitle="points: published; lines: interpolated in log size; "
+                "dashed: the link's per-direction rate. Above it only in-switch "
+                "reduction (NVLS) can go.",
+            ),
         )
     )
 
@@ -204,19 +264,21 @@ def published_busbw_chart(
     published: pd.DataFrame,
     title: str = "Published all-reduce bus bandwidth against the link rate",
 ) -> alt.LayerChart:
-    """Bars of published busbw per system, ticks at each link's per-direction rate."""
-    check_columns(published, ["system", "op", "busbw_Bps", "link_per_direction_Bps"])
+    """Bars of published busbw per row, ticks at each link's per-direction rate.
+
+    Args:
+        published: rows with ``label, busbw_Bps, link_per_direction_Bps,
+            source`` (e.g. ``cl.models.allreduce_sweeps.largest_size_points()``).
+    """
+    if "label" not in published.columns and "system" in published.columns:
+        published = published.assign(label=published["system"])
+    check_columns(published, ["label", "busbw_Bps", "link_per_direction_Bps"])
+    check_columns(published, ["source"])
     data = published.assign(
-        label=published["system"]
-        + " · "
-        + published["op"]
-        + published["size_bytes"].map(
-            lambda s: "" if pd.isna(s) else f" · {s / 1e6:,.0f} MB"
-        ),
         busbw_GBps=published["busbw_Bps"] / 1e9,
         link_GBps=published["link_per_direction_Bps"] / 1e9,
         share=published["busbw_Bps"] / published["link_per_direction_Bps"],
-    )
+    )[["label", "busbw_GBps", "link_GBps", "share", "source"]]
     y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=400))
     bars = (
         alt.Chart(data)
@@ -225,7 +287,7 @@ def published_busbw_chart(
             y=y,
             x=alt.X("busbw_GBps:Q", title="bus bandwidth (GB/s)"),
             tooltip=[
-                "system",
+                "label",
                 alt.Tooltip("busbw_GBps:Q", format=".0f"),
                 alt.Tooltip("share:Q", title="of link", format=".0%"),
                 "source",
@@ -234,14 +296,14 @@ def published_busbw_chart(
     )
     ticks = (
         alt.Chart(data)
-        .mark_tick(color="#D55E00", thickness=3, size=22)
+        .mark_tick(color="#D55E00", thickness=3, size=14)
         .encode(y=y, x="link_GBps:Q")
     )
     return alt.layer(bars, ticks).properties(
         title=alt.TitleParams(
             title,
-            subtitle="bars: published busbw; orange ticks: NVLink per-direction "
-            "rate of the part (data/collective_busbw_published.csv)",
+            subtitle="bars: published busbw at the largest published size; orange "
+            "ticks: the per-direction rate of the link it is compared with",
         ),
-        height=220,
+        height=alt.Step(16),
     )

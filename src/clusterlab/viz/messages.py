@@ -2,7 +2,10 @@
 
 Every builder takes a tidy DataFrame in the columns ``bench_collective`` returns
 (``op, size_bytes, world_size, time_s, algbw_Bps, busbw_Bps``) and returns an
-``alt.Chart``; nothing here measures or prints.
+``alt.Chart``; nothing here measures, prints or models. The alpha–beta line is
+``cl.models.messages.alpha_beta_curve``'s DataFrame, and the explorer's line is
+the same model written as a Vega expression (``alpha_beta_expr``), which the
+tests evaluate in Vega against the Python model.
 """
 
 from __future__ import annotations
@@ -10,10 +13,9 @@ from __future__ import annotations
 import math
 
 import altair as alt
-import numpy as np
 import pandas as pd
 
-from ..models.collectives import alpha_beta_time
+from ..models.messages import alpha_beta_curve
 from ._checks import check_columns
 
 SIZE_AXIS = "message size (bytes, log scale)"
@@ -23,27 +25,45 @@ TIME_AXIS = "time per message (s, log scale)"
 def model_curve(
     alpha_s: float, beta_Bps: float, lo_bytes: float, hi_bytes: float, points: int = 60
 ) -> pd.DataFrame:
-    """The alpha–beta model sampled on a log grid of sizes, as a DataFrame."""
-    sizes = np.geomspace(lo_bytes, hi_bytes, points)
-    return pd.DataFrame(
-        {
-            "size_bytes": sizes,
-            "time_s": alpha_beta_time(sizes, alpha_s, beta_Bps),
-            "series": "alpha–beta model",
-        }
-    )
+    """``cl.models.messages.alpha_beta_curve``, under its older name."""
+    return alpha_beta_curve(alpha_s, beta_Bps, lo_bytes, hi_bytes, points)
+
+
+def alpha_beta_expr(log_size: str, log_alpha: str, log_beta: str) -> str:
+    """Vega expression for ``alpha_beta_time(10**log_size, 10**log_a, 10**log_b)``.
+
+    The arguments are Vega expressions (parameter names or ``datum.<field>``) for
+    log10 of the size in bytes, of alpha in seconds and of beta in bytes/s.
+    """
+    return f"pow(10, {log_alpha}) + pow(10, {log_size}) / pow(10, {log_beta})"
 
 
 def message_time_chart(
     df: pd.DataFrame,
+    model: pd.DataFrame | None = None,
     *,
     alpha_s: float | None = None,
     beta_Bps: float | None = None,
     color: str = "op",
     title: str = "Time per message against message size",
 ) -> alt.Chart:
-    """Measured times (points, log–log) with the fitted alpha–beta line if given."""
+    """Measured times (points, log–log), with a model's line if one is given.
+
+    Args:
+        df: measured rows, columns ``size_bytes``, ``time_s`` and ``color``.
+        model: ``cl.models.messages.alpha_beta_curve``'s rows (``size_bytes``,
+            ``time_s``; ``alpha_s`` and ``beta_Bps`` name the fit in the
+            subtitle).
+        alpha_s, beta_Bps: older form: the fit itself, whose curve is then
+            taken from ``alpha_beta_curve`` over the measured sizes.
+    """
     check_columns(df, ["size_bytes", "time_s", color])
+    if model is None and alpha_s is not None and beta_Bps is not None:
+        model = alpha_beta_curve(
+            alpha_s, beta_Bps, df["size_bytes"].min(), df["size_bytes"].max()
+        )
+    if model is not None:
+        check_columns(model, ["size_bytes", "time_s"], name="model")
     x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
     y = alt.Y("time_s:Q", scale=alt.Scale(type="log"), title=TIME_AXIS)
     points = (
@@ -61,12 +81,9 @@ def message_time_chart(
         )
     )
     chart = points
-    if alpha_s is not None and beta_Bps is not None:
-        curve = model_curve(
-            alpha_s, beta_Bps, df["size_bytes"].min(), df["size_bytes"].max()
-        )
+    if model is not None:
         line = (
-            alt.Chart(curve)
+            alt.Chart(model[["size_bytes", "time_s"]])
             .mark_line(strokeDash=[6, 3], color="#000")
             .encode(
                 x=x,
@@ -75,11 +92,12 @@ def message_time_chart(
             )
         )
         chart = alt.layer(line, points)
-        bw = "∞" if math.isinf(beta_Bps) else f"{beta_Bps / 1e9:.2f} GB/s"
-        title = alt.TitleParams(
-            title,
-            subtitle=f"dashed: alpha–beta fit, α = {alpha_s * 1e6:.1f} µs, β = {bw}",
-        )
+        subtitle = "dashed: alpha–beta fit"
+        if {"alpha_s", "beta_Bps"} <= set(model.columns):
+            a, b = float(model["alpha_s"].iloc[0]), float(model["beta_Bps"].iloc[0])
+            bw = "∞" if math.isinf(b) else f"{b / 1e9:.2f} GB/s"
+            subtitle += f", α = {a * 1e6:.1f} µs, β = {bw}"
+        title = alt.TitleParams(title, subtitle=subtitle)
     return chart.properties(title=title)
 
 
@@ -151,7 +169,7 @@ def alpha_beta_explorer(
         alt.Chart(grid)
         .transform_calculate(
             size_bytes="pow(10, datum.log_size)",
-            time_s="pow(10, log_alpha) + pow(10, datum.log_size) / pow(10, log_beta)",
+            time_s=alpha_beta_expr("datum.log_size", "log_alpha", "log_beta"),
         )
         .mark_line(color="#000", strokeDash=[6, 3])
         .encode(x=x, y=y)

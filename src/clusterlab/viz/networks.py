@@ -1,9 +1,10 @@
 """Charts for networks and collectives: all-reduce algorithms, ring timings, steps.
 
-Builders take tidy DataFrames (made by ``models.collectives``,
-``models.interconnects`` or a measurement) and return Altair charts. Charts with
-controls filter a precomputed sweep with Vega-Lite parameters, so they work in
-the built book without a kernel; nothing here measures or prints.
+Builders take tidy DataFrames (made by ``models.allreduce_sweeps``,
+``models.interconnects``, ``models.contention`` or a measurement) and return
+Altair charts. Charts with controls filter a precomputed sweep with Vega-Lite
+parameters, so they work in the built book without a kernel; nothing here
+measures or prints.
 """
 
 from __future__ import annotations
@@ -12,57 +13,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..models.collectives import ALGORITHMS, allreduce_time
-from ..models.interconnects import contention_drop
 from ._checks import check_columns
 
 __all__ = [
     "allreduce_algorithms_chart",
-    "allreduce_model_sweep",
     "contention_chart",
     "ring_timing_chart",
     "step_time_chart",
 ]
 
 _TIME_LOG = "time per all-reduce (s, log scale)"
-
-
-def allreduce_model_sweep(
-    alphas_s=(1e-6, 1e-5, 1e-4),
-    bandwidths_Bps=(1.5e9, 12.5e9, 50e9),
-    log2_sizes=(12, 20, 28, 34),
-    gpus=tuple(2**k for k in range(1, 13)),
-    gpus_per_node: int = 8,
-    intra_alpha_s: float = 3e-6,
-    intra_bandwidth_Bps: float = 370e9,
-) -> pd.DataFrame:
-    """Model times of ring, tree and hierarchical all-reduce over a grid.
-
-    The hierarchical rows use ``gpus_per_node`` GPUs per node joined at
-    ``intra_bandwidth_Bps`` (fewer if there are fewer GPUs in all), and the
-    row's bandwidth as each GPU's share of the network.
-
-    Returns:
-        Columns ``algorithm, gpus, alpha_us, bandwidth_GBps, log2_bytes, time_s``.
-    """
-    rows = []
-    for alpha in alphas_s:
-        for bw in bandwidths_Bps:
-            for k in log2_sizes:
-                for n in gpus:
-                    g = min(n, gpus_per_node)
-                    for algorithm in ALGORITHMS:
-                        topo = {}
-                        if algorithm == "hierarchical":
-                            topo = dict(
-                                gpus_per_node=g,
-                                intra_alpha_s=intra_alpha_s,
-                                intra_bandwidth_Bps=intra_bandwidth_Bps,
-                            )
-                        t = allreduce_time(2.0**k, n, alpha, bw, algorithm, **topo)
-                        rows.append((algorithm, n, alpha * 1e6, bw / 1e9, k, t))
-    cols = ["algorithm", "gpus", "alpha_us", "bandwidth_GBps", "log2_bytes", "time_s"]
-    return pd.DataFrame(rows, columns=cols)
 
 
 def allreduce_algorithms_chart(
@@ -72,7 +32,8 @@ def allreduce_algorithms_chart(
     """Time against GPU count for each algorithm; radios and a slider pick the case.
 
     Args:
-        df: ``allreduce_model_sweep`` output (or one case of it).
+        df: ``cl.models.allreduce_sweeps.allreduce_model_sweep`` output (or
+            one case of it).
     """
     cols = ["algorithm", "gpus", "alpha_us", "bandwidth_GBps", "log2_bytes", "time_s"]
     check_columns(df, cols)
@@ -255,27 +216,18 @@ def step_time_chart(
 
 
 def contention_chart(
-    shares=(0.2, 0.4, 0.6, 0.8, 1.0),
+    df: pd.DataFrame,
     drop: float = 0.4,
     title: str = "How much throughput other traffic on the fabric costs",
 ) -> alt.LayerChart:
     """Throughput drop against the bandwidth taken, one line per network-bound share.
 
     Args:
-        shares: fractions of the step that wait on the network.
+        df: ``cl.models.contention.contention_sweep`` output (columns
+            ``stolen_pct, drop_pct, network_share``).
         drop: a horizontal rule at this drop (0.4 for the claim of 40%).
     """
-    stolen = np.linspace(0.0, 0.9, 91)
-    df = pd.concat(
-        pd.DataFrame(
-            {
-                "stolen_pct": stolen * 100,
-                "drop_pct": contention_drop(f, stolen) * 100,
-                "network_share": f"{f:.0%}",
-            }
-        )
-        for f in shares
-    )
+    check_columns(df, ["stolen_pct", "drop_pct", "network_share"])
     lines = (
         alt.Chart(df)
         .mark_line()

@@ -13,8 +13,7 @@ import json
 import altair as alt
 import pandas as pd
 
-from .._validate import check_int
-from ..models.pipeline import bubble_fraction, simulate_schedule, simulated_bubble
+from ..models.pipeline_sweeps import PIPELINE_EXPLORER_SCHEDULES, schedule_sweep
 from ._checks import check_columns
 
 __all__ = [
@@ -28,12 +27,6 @@ _PHASES = ["fwd", "bwd"]
 _PHASE_COLORS = ["#0072B2", "#E69F00"]  # Okabe–Ito blue and orange
 _PHASE_LEGEND = alt.Legend(labelExpr="datum.label == 'fwd' ? 'forward' : 'backward'")
 _STAGE_AXIS = "pipeline stage (rank)"
-#: Options of the explorer's radio: label -> (schedule, interleave).
-PIPELINE_EXPLORER_SCHEDULES = {
-    "GPipe": ("gpipe", 1),
-    "1F1B": ("1f1b", 1),
-    "interleaved 1F1B, v = 2": ("1f1b", 2),
-}
 
 
 def pipeline_gantt(
@@ -43,6 +36,7 @@ def pipeline_gantt(
     time_label: str = "time (one forward pass = 1)",
     title: str = "Who computes when",
     subtitle: str | None = None,
+    idle_fraction: float | None = None,
 ) -> alt.LayerChart:
     """A Gantt chart of a pipeline step: one row per stage, one bar per pass.
 
@@ -52,6 +46,8 @@ def pipeline_gantt(
             show seconds as milliseconds).
         time_label: the time axis's title, with its unit.
         title, subtitle: the chart's title and the line under it.
+        idle_fraction: the stages' idle share, for the default subtitle (e.g.
+            ``cl.models.pipeline.simulated_bubble(df)``); None leaves it out.
 
     Returns:
         Bars (blue forward, orange backward) labelled with the micro-batch;
@@ -59,10 +55,9 @@ def pipeline_gantt(
     """
     check_columns(df, ["stage", "microbatch", "phase", "start", "end"])
     if subtitle is None:
-        subtitle = (
-            f"blue: forward, orange: backward; number: micro-batch; "
-            f"white: idle ({simulated_bubble(df):.0%} of the stages' time)"
-        )
+        subtitle = "blue: forward, orange: backward; number: micro-batch; white: idle"
+        if idle_fraction is not None:
+            subtitle += f" ({idle_fraction:.0%} of the stages' time)"
     chart = _gantt_layers(float(time_scale), time_label).copy(deep=False)
     chart.data = df[["stage", "microbatch", "phase", "start", "end"]]
     height = max(80, 28 * int(df["stage"].nunique()))
@@ -108,20 +103,19 @@ def _gantt_layers(time_scale: float, time_label: str) -> alt.LayerChart:
 
 
 def pipeline_bubble_chart(
-    df: pd.DataFrame, stages: int, title: str | None = None
+    df: pd.DataFrame, curve: pd.DataFrame, title: str | None = None
 ) -> alt.LayerChart:
     """Measured idle fraction against micro-batches, over the formula's curve.
 
     Args:
         df: ``microbatches, schedule, bubble`` rows (measured idle fractions).
-        stages: pipeline stages p, for the curve (p - 1) / (m + p - 1).
+        curve: ``cl.models.pipeline_sweeps.bubble_curve``'s table (``stages,
+            microbatches, bubble``), the dashed formula.
         title: the chart's title.
     """
     check_columns(df, ["microbatches", "schedule", "bubble"])
-    p = check_int("stages", stages, 1)
-    top = int(df["microbatches"].max())
-    curve = pd.DataFrame({"microbatches": range(1, top + 1)})
-    curve["bubble"] = [bubble_fraction(p, m) for m in curve["microbatches"]]
+    check_columns(curve, ["stages", "microbatches", "bubble"], "curve")
+    p = int(curve["stages"].iloc[0])
     x = alt.X("microbatches:Q", title="micro-batches per step, m")
     y = alt.Y("bubble:Q", title="idle fraction of the step", axis=alt.Axis(format="%"))
     line = (
@@ -153,40 +147,23 @@ def pipeline_bubble_chart(
 
 
 @functools.lru_cache(maxsize=4)
-def _sweep(max_stages: int, max_microbatches: int):
-    """Compact per-case arrays of every simulated schedule, and one note each."""
-    cases, notes = [], []
-    for label, (schedule, v) in PIPELINE_EXPLORER_SCHEDULES.items():
-        for p in range(2, max_stages + 1):
-            for m in range(1, max_microbatches + 1):
-                key = f"{label}|{p}|{m}"
-                if v > 1 and m % p:
-                    notes.append(
-                        {"k": key, "msg": f"interleaving needs m a multiple of p={p}"}
-                    )
-                    continue
-                sim = simulate_schedule(p, m, schedule, interleave=v)
-                cases.append(
-                    {
-                        "k": key,
-                        "v": v,
-                        "s": sim["stage"].tolist(),
-                        "b": sim["microbatch"].tolist(),
-                        "c": sim["chunk"].tolist(),
-                        "f": (sim["phase"] == "bwd").astype(int).tolist(),
-                        "t": [round(t, 3) for t in sim["start"]],
-                    }
-                )
-                idle = simulated_bubble(sim)
-                formula = bubble_fraction(p, m, schedule, v)
-                notes.append(
-                    {
-                        "k": key,
-                        "msg": f"idle {idle:.1%} of the stages' time; "
-                        f"formula (p − 1)/(v·m + p − 1) = {formula:.1%}",
-                    }
-                )
-    return cases, notes
+def _compact(max_p: int, max_m: int):
+    """The sweep as compact per-case arrays (one JSON object per case)."""
+    ops, notes = schedule_sweep(max_p, max_m)
+    cases = [
+        {
+            "k": key,
+            "v": int(g["v"].iloc[0]),
+            "s": g["stage"].tolist(),
+            "b": g["microbatch"].tolist(),
+            "c": g["chunk"].tolist(),
+            "f": (g["phase"] == "bwd").astype(int).tolist(),
+            "t": [round(t, 3) for t in g["start"]],
+        }
+        for key, g in ops.groupby("key", sort=False)
+    ]
+    msgs = zip(notes["key"], notes["msg"], strict=True)
+    return cases, [{"k": k, "msg": m} for k, m in msgs]
 
 
 def _inline(rows: list) -> alt.InlineData:
@@ -201,7 +178,8 @@ def pipeline_schedule_explorer(
 ) -> alt.LayerChart:
     """A Gantt chart with a schedule radio and p, m sliders that work offline.
 
-    Every case is simulated in Python beforehand (forward 1 unit, backward 2);
+    Every case is simulated beforehand by
+    ``cl.models.pipeline_sweeps.schedule_sweep`` (forward 1 unit, backward 2);
     the page only picks one with Vega-Lite parameters, so the sliders work in
     the built book with no kernel.
 
@@ -209,9 +187,9 @@ def pipeline_schedule_explorer(
         max_stages: largest p on the slider, in [2, 8].
         max_microbatches: largest m on the slider, in [1, 16].
     """
-    max_p = check_int("max_stages", max_stages, 2, 8)
-    max_m = check_int("max_microbatches", max_microbatches, 1, 16)
-    cases, notes = _sweep(max_p, max_m)
+    schedule_sweep(max_stages, max_microbatches)  # checks the arguments
+    max_p, max_m = int(max_stages), int(max_microbatches)
+    cases, notes = _compact(max_p, max_m)
     labels = list(PIPELINE_EXPLORER_SCHEDULES)
     sched = alt.param(
         name="sched",

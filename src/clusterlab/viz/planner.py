@@ -10,6 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from ..models.compute import H100_SXM
 from ._checks import check_columns
 
 __all__ = ["planner_sweep", "planner_chart", "planner_explorer"]
@@ -103,7 +104,7 @@ def planner_chart(
 
 def planner_explorer(
     sweep: pd.DataFrame,
-    memory_GB: float = 80.0,
+    memory_GB: float | None = None,
     usable_fraction: float = 0.9,
     title: str = "Pick a model and a GPU memory: which plans still fit?",
 ) -> alt.LayerChart:
@@ -111,11 +112,13 @@ def planner_explorer(
 
     Args:
         sweep: stacked :func:`planner_sweep` outputs with a ``model`` column.
-        memory_GB: the slider's start, GB per GPU.
+        memory_GB: the slider's start, GB per GPU (None: the H100 SXM5's).
         usable_fraction: share of memory a plan may fill.
         title: chart title.
     """
     check_columns(sweep, ["model", "memory_GB", "mfu", "plan"])
+    if memory_GB is None:
+        memory_GB = H100_SXM.memory_bytes / GB
     models = list(dict.fromkeys(sweep["model"]))
     pick = alt.param(
         name="model_pick",

@@ -121,6 +121,7 @@ def straggler_sweep_chart(
         df: ``cl.models.stragglers.step_time_sweep()``'s columns.
     """
     cols = ["n_workers", "jitter", "cv", "slow_factor", "mitigation", "step_ratio"]
+    cols += ["throughput_loss"]
     check_columns(df, cols)
     jitters = list(dict.fromkeys(df["jitter"]))
     cvs = sorted(float(c) for c in df["cv"].unique())
@@ -141,14 +142,13 @@ def straggler_sweep_chart(
         bind=alt.binding_radio(options=slows, name="one worker slower by × "),
     )
     # Only the columns the chart reads, rounded: the page carries every row.
-    data = df[cols].round({"step_ratio": 5})
+    data = df[cols].round({"step_ratio": 5, "throughput_loss": 5})
     return (
         alt.Chart(data)
         .transform_filter(
             "datum.jitter == jitter_pick && abs(datum.cv - cv_pick) < 1e-9"
             " && abs(datum.slow_factor - slow_pick) < 1e-9"
         )
-        .transform_calculate(throughput_loss="1 - 1 / datum.step_ratio")
         .mark_line(point=True)
         .encode(
             x=_n_x(),
