@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,42 @@ def test_the_sbatch_example_runs_with_stand_ins_for_slurm(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     _check_four_ranks([(tmp_path / f"node{i}.log").read_text() for i in (0, 1)])
+
+
+def test_kill_session_ends_the_agent_and_the_ranks_in_their_own_sessions():
+    """torchrun starts each rank in a new session: killing its group is not enough."""
+    import psutil
+
+    from clusterlab.dist.torchrun import descendants, kill_session, torchrun_env
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    cmd += ["--nproc-per-node=2", "--no-python", "sleep", "120"]
+    agent = subprocess.Popen(
+        cmd,
+        env=torchrun_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        ranks = []
+        for _ in range(600):  # up to 60 s for the agent to start its two ranks
+            ranks = []
+            for pid in descendants(agent.pid):
+                with contextlib.suppress(psutil.Error):
+                    if psutil.Process(pid).name() == "sleep":
+                        ranks.append(psutil.Process(pid))
+            if len(ranks) == 2:
+                break
+            time.sleep(0.1)
+        assert len(ranks) == 2, "the agent did not start its ranks"
+        assert all(os.getsid(r.pid) != os.getsid(agent.pid) for r in ranks)
+        kill_session(agent)
+        gone, alive = psutil.wait_procs(ranks, timeout=10)
+        assert not alive, f"ranks outlived the agent: {alive}"
+    finally:
+        kill_session(agent)
+        agent.wait()
+        for rank in ranks:  # if the test failed, do not leave them running
+            with contextlib.suppress(psutil.Error):
+                rank.kill()

@@ -137,7 +137,7 @@ def test_run_cost_follows_6nd():
 
 def test_io_bound_cost():
     # 1e15 bytes over 10 nodes at 1e9 B/s each: 1e5 s; 10 nodes x $3.6/h.
-    cost = eco.io_bound_cost(1e15, 10, 1e9, 3.6)
+    cost = cl.models.io_budget.io_bound_cost(1e15, 10, 1e9, 3.6)
     assert cost["seconds"] == pytest.approx(1e5)
     assert cost["dollars"] == pytest.approx(1e5 / 3600 * 10 * 3.6)
 

@@ -177,7 +177,7 @@ def test_bad_arguments_name_themselves(kwargs, word):
 
 
 def test_lora_keeps_frozen_weights_only_and_fits_one_gpu():
-    from clusterlab.models.memory import lora_memory
+    from clusterlab.models.lora import lora_memory
 
     r = lora_memory(7e9, n_layers=32, hidden=4096, rank=16, seq_len=4096,
                     recompute="selective")  # fmt: skip

@@ -7,7 +7,7 @@ import clusterlab as cl
 from clusterlab.ui.live import WIDGET_VIEW
 
 
-def test_show_sends_the_widget_and_its_static_twin_in_one_bundle(monkeypatch):
+def test_show_sends_the_widget_and_its_note_in_one_bundle(monkeypatch):
     import IPython.display
     import ipywidgets as w
 
@@ -23,8 +23,9 @@ def test_show_sends_the_widget_and_its_static_twin_in_one_bundle(monkeypatch):
     ((bundle, raw),) = shown
     assert raw
     assert bundle[WIDGET_VIEW]["model_id"] == slider.model_id
-    assert cl.ui.LIVE_NOTE in bundle["text/html"]
-    assert "world size" in bundle["text/html"]  # the chart travels with the note
+    # local Jupyter never shows the twin beside a live widget: only the note
+    assert cl.ui.LIVE_NOTE in bundle["text/plain"]
+    assert "text/html" not in bundle
 
 
 def test_show_refuses_something_that_is_not_a_widget():

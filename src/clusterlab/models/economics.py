@@ -38,7 +38,6 @@ __all__ = [
     "cloud_prices",
     "default_inputs",
     "default_sources",
-    "io_bound_cost",
     "onprem_hourly",
     "run_cost",
     "useful_hour_cost",
@@ -319,30 +318,3 @@ def run_cost(
     price = check_float("price_per_gpu_hour", price_per_gpu_hour, 0.0, _MAX_HOURLY)
     gpu_hours = seconds / 3600.0 * n_gpus
     return {"seconds": seconds, "gpu_hours": gpu_hours, "dollars": gpu_hours * price}
-
-
-def io_bound_cost(
-    data_bytes: float, n_nodes: int, node_io_Bps: float, node_price_per_hour: float
-) -> dict:
-    """Time and cost of a job whose speed is set by reading its data from disk.
-
-    When disk I/O is the bottleneck, faster arithmetic does not help: the job
-    takes ``data / (nodes x disk bandwidth per node)`` whatever the processors.
-
-    Args:
-        data_bytes: bytes to read, in (0, 1e21].
-        n_nodes: nodes reading in parallel, in [1, 1e6].
-        node_io_Bps: sustained read bandwidth of one node, bytes/s, in (0, 1e12].
-        node_price_per_hour: what one node costs per hour, dollars, in [0, 1e4].
-
-    Returns:
-        ``{"seconds", "dollars"}`` for the job.
-    """
-    data = check_float("data_bytes", data_bytes, 0.0, 1e21, low_inclusive=False)
-    nodes = check_float("n_nodes", n_nodes, 1.0, 1e6)
-    io = check_float("node_io_Bps", node_io_Bps, 0.0, 1e12, low_inclusive=False)
-    price = check_float(
-        "node_price_per_hour", node_price_per_hour, 0.0, 10 * _MAX_HOURLY
-    )
-    seconds = data / (nodes * io)
-    return {"seconds": seconds, "dollars": seconds / 3600.0 * nodes * price}

@@ -18,10 +18,11 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import published
+from .._units import HOUR_S
 from .._validate import check_float
-from .economics import GPUS_PER_NODE, REFERENCE_ON_DEMAND, io_bound_cost
+from .economics import GPUS_PER_NODE, REFERENCE_ON_DEMAND
 
-__all__ = ["HOURS_PER_MONTH", "same_budget_fleets"]
+__all__ = ["HOURS_PER_MONTH", "io_bound_cost", "same_budget_fleets"]
 
 HOURS_PER_MONTH = 730.0  # 8760 h / 12
 _MAX_NODE_HOURLY = 1e4  # sanity bound of the argument check
@@ -113,3 +114,30 @@ def same_budget_fleets(
     df = pd.DataFrame(rows)
     df.attrs["cpu_speedup"] = float(df["hours"].iloc[0] / df["hours"].iloc[1])
     return df
+
+
+def io_bound_cost(
+    data_bytes: float, n_nodes: int, node_io_Bps: float, node_price_per_hour: float
+) -> dict:
+    """Time and cost of a job whose speed is set by reading its data from disk.
+
+    When disk I/O is the bottleneck, faster arithmetic does not help: the job
+    takes ``data / (nodes x disk bandwidth per node)`` whatever the processors.
+
+    Args:
+        data_bytes: bytes to read, in (0, 1e21].
+        n_nodes: nodes reading in parallel, in [1, 1e6].
+        node_io_Bps: sustained read bandwidth of one node, bytes/s, in (0, 1e12].
+        node_price_per_hour: what one node costs per hour, dollars, in [0, 1e4].
+
+    Returns:
+        ``{"seconds", "dollars"}`` for the job.
+    """
+    data = check_float("data_bytes", data_bytes, 0.0, 1e21, low_inclusive=False)
+    nodes = check_float("n_nodes", n_nodes, 1.0, 1e6)
+    io = check_float("node_io_Bps", node_io_Bps, 0.0, 1e12, low_inclusive=False)
+    price = check_float(
+        "node_price_per_hour", node_price_per_hour, 0.0, _MAX_NODE_HOURLY
+    )
+    seconds = data / (nodes * io)
+    return {"seconds": seconds, "dollars": seconds / HOUR_S * nodes * price}

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import html
 
+import altair as alt
 import pandas as pd
 
 from .._validate import check_int
 from ..perf.collectives import bench_collective
 from ..viz.messages import world_size_chart
-from ..viz.theme import chart_html
+from ..viz.theme import OFFLINE_RENDERER, chart_bundle
 
 LIVE_NOTE = (
     "Run this lab on Colab or Jupyter to use the live control; below is "
@@ -23,7 +24,9 @@ def show(widget, static_chart, note: str = LIVE_NOTE) -> None:
 
     Both go out in one display bundle. Front ends with a widget manager (Jupyter,
     Colab, VS Code) pick the widget view; the book build drops that type and
-    renders the HTML: the note and the static chart.
+    renders the HTML: the note and the static chart. In local Jupyter, where
+    charts are sent as Vega rather than HTML, the stand-in would never be shown
+    beside the live widget, so only the note goes with it, as plain text.
     """
     from IPython.display import display
 
@@ -32,12 +35,15 @@ def show(widget, static_chart, note: str = LIVE_NOTE) -> None:
         raise ValueError(f"widget={widget!r} is not an ipywidgets widget")
     bundle = {
         WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": model_id},
-        "text/html": (
-            f'<div class="clusterlab-static-twin"><p><em>'
-            f"{html.escape(note)}</em></p>{chart_html(static_chart)}</div>"
-        ),
         "text/plain": f"{note} (live widget: {type(widget).__name__})",
     }
+    local = alt.renderers.active == OFFLINE_RENDERER
+    chart = {} if local or static_chart is None else chart_bundle(static_chart)
+    if "text/html" in chart:
+        bundle["text/html"] = (
+            f'<div class="clusterlab-static-twin"><p><em>'
+            f"{html.escape(note)}</em></p>{chart['text/html']}</div>"
+        )
     display(bundle, raw=True)
 
 
