@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: book test bench lab clean wheelhouse
+.PHONY: book test bench clean wheelhouse course lint unit labs site
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (or newer)")'
@@ -32,7 +32,34 @@ bench: $(VENV)/.installed
 # (the editable line of requirements.txt is left out: it is this folder).
 wheelhouse: $(VENV)/.installed
 	grep -v '^-e' requirements.txt > $(VENV)/pins.txt
-	$(BIN)/pip download --quiet -d wheelhouse -r $(VENV)/pins.txt jupyterlab setuptools
+	$(BIN)/pip download --quiet -d wheelhouse -r $(VENV)/pins.txt setuptools
+
+# The course kit: a student edition (answers removed) and an instructor edition
+# (answers filled in) of every lab, in _build/course/student and .../instructor.
+course: $(VENV)/.installed
+	rm -rf _build/course
+	$(BIN)/python -m clusterlab.course --labs labs --out _build/course
+
+# ruff's lint and format checks (the paths of tests/test_lint.py), and no
+# notebook committed with outputs (the same check as the pre-commit hook).
+LINT_PATHS := src tests scripts _ext labs
+lint: $(VENV)/.installed
+	$(BIN)/python -m ruff check --no-cache $(LINT_PATHS)
+	$(BIN)/python -m ruff format --check --no-cache $(LINT_PATHS)
+	$(BIN)/python scripts/check_notebooks_stripped.py
+
+# The package's fast unit tests.
+unit: $(VENV)/.installed
+	$(BIN)/python -m pytest tests/unit
+
+# Every lab, executed cell by cell (nbval, at SMOKE size).
+labs: $(VENV)/.installed
+	$(BIN)/python -m pytest labs
+
+# The built site in headless Chromium, offline. It builds the book first, unless
+# SITE names a build already made: make book && make site SITE=_build/html
+site: $(VENV)/.installed
+	CLUSTERLAB_SITE="$(SITE)" $(BIN)/python -m pytest tests/test_site.py
 
 clean:
 	rm -rf _build .pytest_cache

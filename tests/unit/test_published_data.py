@@ -35,7 +35,7 @@ TABLES = {
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
-#: Columns that are a unit by themselves, or whose unit is in a ``unit`` or ``per`` column.
+#: Columns that are a unit themselves, or whose unit is in a ``unit`` or ``per`` column.
 UNIT_NAMES = {"usd", "W", "pue", "value"}
 COUNTS = {"n_gpus", "n_nodes", "gpus_per_node"}
 COUNTS |= {"interruptions", "planned_interruptions", "unexpected_interruptions"}

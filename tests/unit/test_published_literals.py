@@ -84,9 +84,11 @@ def scan_source(source: str, figures: set[float]) -> list[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             pos = a.posonlyargs + a.args
-            for arg, d in zip(pos[len(pos) - len(a.defaults) :], a.defaults):
+            for arg, d in zip(
+                pos[len(pos) - len(a.defaults) :], a.defaults, strict=True
+            ):
                 named.append((arg.arg, d))
-            for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+            for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                 if d is not None:
                     named.append((arg.arg, d))
         elif isinstance(node, ast.keyword) and node.arg:
@@ -141,5 +143,7 @@ def test_the_scan_catches_a_typed_rate_a_default_and_a_price(figures):
 
 
 def test_the_scan_leaves_counts_and_shapes_alone(figures):
-    src = "GPUS = 8\nLAYERS = 80\nHALF = 0.5\ndef f(n_params=7e9):\n    return n_params\n"
+    src = (
+        "GPUS = 8\nLAYERS = 80\nHALF = 0.5\ndef f(n_params=7e9):\n    return n_params\n"
+    )
     assert scan_source(src, figures) == []
