@@ -9,6 +9,15 @@ Labs and chapters use it as ``import clusterlab as cl``::
 
 __version__ = "0.1.0"
 
+import sys as _sys
+
+# Altair imports jsonschema, which loads rfc3987-syntax for one optional format
+# check ("iri") whenever it is installed (JupyterLab's dependencies install it);
+# that module compiles a grammar at import, about 3 s in every kernel and every
+# rank that imports the package. Nothing here validates that format, so the
+# import is skipped unless something loaded it already (docs/decisions.md).
+_sys.modules.setdefault("rfc3987_syntax", None)
+
 from . import check, dist, models, perf, published, sim, solutions, ui, viz  # noqa: E402
 from ._env import Env, is_smoke, setup, size  # noqa: E402
 

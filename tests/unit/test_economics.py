@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clusterlab as cl
+import widget_helpers as wh
 from clusterlab.models import economics as eco
 
 # A round case worked by hand: $35,040 over 4 years = $1.00 per hour of capital;
@@ -205,9 +206,10 @@ def test_sweeps_live_in_the_model_and_the_charts_check_their_columns():
 
 def test_the_widget_starts_at_the_reference_price():
     box = cl.ui.economics_explorer()
-    assert box.children[0].value == pytest.approx(eco.cloud_price())
-    box.children[1].value = 1.0
-    assert "break-even" in box.children[-2].value
+    assert wh.control(box, "cloud $/GPU-h").value == pytest.approx(eco.cloud_price())
+    before = wh.text(box)
+    wh.control(box, "utilisation").value = 1.0
+    assert "break-even" in wh.text(box) and wh.text(box) != before
 
 
 def test_the_exercise_check_passes_the_solution_and_catches_a_wrong_one(capsys):

@@ -127,9 +127,18 @@ def test_charts_and_widgets_build(capsys):
     assert len(spec["params"]) == 4
     gp = jf.goodput_sweep(jf.JobParams(), [1000.0, 4000.0])
     assert "layer" in cl.viz.goodput_chart(gp, young_s=4000.0, daly_s=3900.0).to_dict()
-    cl.viz.job_timeline_chart(jf.simulate(jf.JobParams(), 0)).to_dict()
+    timeline = cl.viz.job_timeline_chart(jf.simulate(jf.JobParams(), 0)).to_dict()
+    enc = timeline["encoding"]
+    assert (enc["x"]["field"], enc["x2"]["field"], enc["color"]["field"]) == (
+        "start_h",
+        "end_h",
+        "kind",
+    )
+    assert timeline["mark"]["type"] == "bar" and timeline["title"]
     df = pd.DataFrame({"fault": ["kill"], "rank": [0], "learned_s": [0.01]})
-    cl.viz.survivor_chart(df).to_dict()
+    survivors = cl.viz.survivor_chart(df).to_dict()
+    assert survivors["encoding"]["x"]["field"] == "learned_s"
+    assert survivors["encoding"]["y"]["field"] == "fault"
     assert len(cl.ui.failures.heartbeat_widget().children) == 2
     assert len(cl.ui.checkpointing.goodput_widget().children) == 4
 

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clusterlab as cl
+import widget_helpers as wh
 from clusterlab.models import contention, links
 from clusterlab.models import interconnects as ic
 from clusterlab.models.allreduce_sweeps import allreduce_model_sweep
@@ -184,11 +185,16 @@ def test_network_charts_carry_their_controls():
         cl.viz.ring_timing_chart(sweep)
 
 
-def test_network_widgets_build_and_redraw():
+def test_network_widgets_build_and_redraw(capsys):
     calc = cl.ui.interconnect_calculator()
-    note = calc.children[2]
-    assert "H3 says 78%" in note.value
-    calc.children[0].children[2].value = 8  # eight NICs per node
-    assert "H3 says 78%" in note.value
+    before = wh.text(calc)
+    assert "H3 says 78%" in before
+    wh.control(calc, "NICs/node").value = 8  # eight NICs per node
+    after = wh.text(calc)
+    assert after != before, "moving the NIC slider changed nothing the reader sees"
+    assert "H3 says 78%" in after
     algo = cl.ui.allreduce_algorithm_explorer()
-    algo.children[0].children[2].value = 20
+    capsys.readouterr()
+    wh.control(algo, "log2 bytes").value = 20
+    # outside a kernel the widget's Output prints what it redraws
+    assert "Chart" in capsys.readouterr().out, "moving the size slider redrew nothing"

@@ -22,3 +22,18 @@ def test_the_lab_number_scan_would_catch_one():
     assert LAB_NUMBER.search('"""Lab 09\'s widget"""')
     assert LAB_NUMBER.search("as in Labs 04 and 07")
     assert not LAB_NUMBER.search("the FSDP lab's widget, 4 labs")
+
+
+def test_importing_the_package_skips_the_slow_optional_format_checker():
+    """``import clusterlab`` must not pay rfc3987-syntax's grammar build (~3 s)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, clusterlab, jsonschema\n"
+        "print(sys.modules.get('rfc3987_syntax') is None)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "True", out.stdout + out.stderr

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
+import widget_helpers as wh
 from clusterlab.models.pipeline import simulate_schedule
 
 
@@ -73,15 +74,12 @@ def test_explorer_has_working_controls_and_every_case():
 
 def test_widget_redraws_and_explains_a_bad_choice():
     box = cl.ui.pipeline_schedule_widget(stages=4, microbatches=8)
-    status = box.children[2]
-    assert "27.3%" in status.value and "held by one stage: 4" in status.value
-    p, m = box.children[0].children
-    v, sched = box.children[1].children
-    v.value = 2
-    assert "27.3%" not in status.value  # 1F1B, p = 4, m = 8, v = 2
-    assert "15.8%" in status.value  # (4 - 1) / (2 * 8 + 4 - 1)
-    m.value = 7
-    assert "multiple of p" in status.value
+    assert "27.3%" in wh.text(box) and "held by one stage: 4" in wh.text(box)
+    wh.control(box, "chunks v").value = 2
+    assert "27.3%" not in wh.text(box)  # 1F1B, p = 4, m = 8, v = 2
+    assert "15.8%" in wh.text(box)  # (4 - 1) / (2 * 8 + 4 - 1)
+    wh.control(box, "micro-batches m").value = 7
+    assert "multiple of p" in wh.text(box)
     with pytest.raises(ValueError, match="stages=1"):
         cl.ui.pipeline_schedule_widget(stages=1)
 
@@ -106,7 +104,7 @@ def test_tp_cost_chart_and_widget():
     assert spec["params"][0]["bind"]["input"] == "radio"
     assert len(spec["params"][0]["bind"]["options"]) == 3
     box = cl.ui.tensor_parallel.tp_cost_widget()
-    assert "TP 8" in box.children[1].value
+    assert "TP 8" in wh.text(box)
     with pytest.raises(ValueError, match="model='x'"):
         cl.ui.tensor_parallel.tp_cost_widget("x")
     with pytest.raises(ValueError, match="tp_share"):

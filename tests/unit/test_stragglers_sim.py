@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import clusterlab as cl
+import widget_helpers as wh
 
 S = cl.sim.stragglers
 M = cl.models.stragglers
@@ -181,11 +182,11 @@ def test_charts_carry_titles_axes_and_bound_controls():
 
 def test_the_widget_updates_fast_and_says_what_it_shows():
     box = cl.ui.straggler_explorer()
-    cv = box.children[0].children[0].children[2]
+    cv = wh.control(box, "cv")
     best = min(_timed(lambda v=v: setattr(cv, "value", v)) for v in (0.2, 0.3, 0.25))
     assert best < 1.0, f"{best:.3f} s per update"  # 200 ms on an idle machine
-    assert "N = 1024" in box.children[1].value
-    box.children[0].children[1].children[1].value = "backup workers"
-    assert "backup workers (4)" in box.children[1].value
+    assert "N = 1024" in wh.text(box)
+    wh.control(box, "mitigation").value = "backup workers"
+    assert "backup workers (4)" in wh.text(box)
     with pytest.raises(ValueError, match="n_steps=5"):
         cl.ui.straggler_explorer(n_steps=5)

@@ -29,11 +29,6 @@ def measured():
     return pd.DataFrame(rows)
 
 
-def _axis_titles(spec):
-    text = json.dumps(spec)
-    return text
-
-
 def test_every_chart_has_a_title_and_units_on_its_axes(measured):
     charts = [
         cl.viz.message_time_chart(measured, alpha_s=2e-5, beta_Bps=2e9),
