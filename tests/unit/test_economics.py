@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import clusterlab as cl
@@ -62,9 +62,11 @@ def test_idle_power_is_paid_every_hour_with_pue():
 
 
 @given(st.floats(0.05, 1.0), st.floats(1.0, 1000.0))
+@example(1.0, 930.0)  # equal costs at full use, one rounding step apart
 def test_idle_power_raises_the_cost_of_a_useful_hour(u, idle_w):
     idle = {**ROUND, "idle_watts_per_gpu": idle_w}
-    assert eco.useful_hour_cost(u, **idle) >= eco.useful_hour_cost(u, **ROUND)
+    base = eco.useful_hour_cost(u, **ROUND)
+    assert eco.useful_hour_cost(u, **idle) >= base * (1 - 1e-12)
     # at full use the idle draw costs nothing extra: busy draw is the same
     assert eco.useful_hour_cost(1.0, **idle) == pytest.approx(
         eco.useful_hour_cost(1.0, **ROUND)
