@@ -56,23 +56,6 @@ LAB_SETTINGS = {
 }
 
 
-def chromium_path() -> str | None:
-    """Chromium or Chrome: ``CHROMIUM_PATH``, else the first one on ``PATH``."""
-    explicit = os.environ.get("CHROMIUM_PATH")
-    if explicit:
-        return explicit
-    for name in (
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:

@@ -9,7 +9,6 @@ each chart output is measured as the saved notebook holds it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import altair as alt
@@ -18,7 +17,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from book_helpers import ROOT
+from book_helpers import measure_outputs
 from clusterlab.viz import theme
 
 LIMIT_BYTES = 50_000
@@ -41,14 +40,6 @@ CELLS = [
 ]
 
 
-def _measure():
-    path = ROOT / "scripts" / "measure_outputs.py"
-    spec = importlib.util.spec_from_file_location("measure_outputs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     import nbclient
@@ -67,7 +58,7 @@ def executed(tmp_path_factory):
 
 
 def test_each_chart_output_of_a_kernel_is_under_50_kb(executed):
-    outputs = _measure().chart_outputs(executed)
+    outputs = measure_outputs().chart_outputs(executed)
     wheres = [o["where"] for o in outputs]
     assert any(w.startswith("cell") for w in wheres), wheres
     assert any(w.startswith("widget") for w in wheres), "the Output's chart"
@@ -92,7 +83,7 @@ def test_the_show_bundle_sends_the_widget_and_its_note_only(executed):
 
 def test_the_size_check_catches_a_chart_that_carries_the_bundle():
     spec = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point().encode(x="x").to_dict()
-    m = _measure()
+    m = measure_outputs()
     heavy = theme.RENDERERS[theme.STANDALONE_RENDERER](spec)
     lean = theme.RENDERERS[theme.OFFLINE_RENDERER](spec)
     assert m.is_chart(heavy) and m.output_size_bytes(heavy) > LIMIT_BYTES

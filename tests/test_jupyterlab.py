@@ -19,7 +19,6 @@ skips and says how to install one, except under CI, where it fails.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import statistics
@@ -27,14 +26,8 @@ import statistics
 import psutil
 import pytest
 
-from book_helpers import ROOT
-from jupyterlab_helpers import (
-    BROWSER_ARGS,
-    INSTALL_HINT,
-    JupyterLab,
-    Notebook,
-    chromium_path,
-)
+from book_helpers import ROOT, chromium_path, measure_outputs
+from jupyterlab_helpers import BROWSER_ARGS, INSTALL_HINT, JupyterLab, Notebook
 
 pytestmark = pytest.mark.site
 
@@ -54,15 +47,6 @@ def _labs() -> list[str]:
 
 
 LABS = _labs()
-
-
-def _measure_outputs():
-    """scripts/measure_outputs.py, which knows what a chart output is."""
-    path = ROOT / "scripts" / "measure_outputs.py"
-    spec = importlib.util.spec_from_file_location("measure_outputs", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +179,7 @@ def test_the_lab_runs_and_every_widget_control_redraws(visit, jupyterlab, report
         saved = nb.save()
     finally:
         nb.close()
-    sizes = _measure_outputs().chart_outputs(_as_notebook(saved))
+    sizes = measure_outputs().chart_outputs(_as_notebook(saved))
     figures["chart_output_bytes"] = [s["bytes"] for s in sizes]
     report[name] = figures
     too_big = [s for s in sizes if s["bytes"] > CHART_LIMIT_BYTES]

@@ -12,14 +12,13 @@ tests skip and say how to install one, except under CI, where they fail.
 import functools
 import http.server
 import os
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
 import yaml
 
-from book_helpers import ROOT
+from book_helpers import ROOT, chromium_path
 
 pytestmark = pytest.mark.site
 
@@ -55,26 +54,9 @@ INSTALL_HINT = (
 )
 
 
-def _chromium_path():
-    explicit = os.environ.get("CHROMIUM_PATH")
-    if explicit:
-        return explicit
-    for name in (
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ):
-        found = shutil.which(name)
-        if found:
-            return found
-    mac = Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
-    return str(mac) if mac.exists() else None
-
-
 @pytest.fixture(scope="module")
 def browser():
-    path = _chromium_path()
+    path = chromium_path()
     if path is None:
         if os.environ.get("CI"):
             pytest.fail(f"no browser under CI: {INSTALL_HINT}")

@@ -1,0 +1,93 @@
+"""nbval runs every lab cell by cell; the book build of the same test run reuses it.
+
+Each lab is run in its own kernel with the environment the book build gives its
+kernels (``CLUSTERLAB_BOOK_BUILD=1``, set only while the kernel starts, so that
+later tests' kernels do not inherit it). When every cell of a lab has passed,
+the lab, with the outputs nbval received, is stored in a jupyter-cache folder
+of this test session, and ``CLUSTERLAB_EXECUTION_CACHE`` names that folder for
+the book build (``_ext/executed_labs.py``). A lab with a failed cell is not
+stored, so the build runs it again and reports the failure in its own words.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import nbformat
+import pytest
+
+try:
+    from nbval.plugin import IPyNbCell
+except ImportError:  # nbval is in requirements.txt; without it nothing here runs
+    IPyNbCell = None
+
+CACHE_ENV = "CLUSTERLAB_EXECUTION_CACHE"
+BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
+
+_failed: set[str] = set()
+_started: dict[str, float] = {}
+
+
+def _is_lab_cell(item) -> bool:
+    return IPyNbCell is not None and isinstance(item, IPyNbCell)
+
+
+def _cache_dir(config) -> str:
+    path = config._tmp_path_factory.getbasetemp() / "executed_labs"
+    path.mkdir(exist_ok=True)
+    os.environ[CACHE_ENV] = str(path)
+    return str(path)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    """Start the lab's kernel (the first cell's setup) as the book build would."""
+    if not _is_lab_cell(item):
+        yield
+        return
+    before = os.environ.get(BOOK_BUILD_ENV)
+    os.environ[BOOK_BUILD_ENV] = "1"
+    _started.setdefault(item.parent.nodeid, time.perf_counter())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(BOOK_BUILD_ENV, None)
+        else:
+            os.environ[BOOK_BUILD_ENV] = before
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if _is_lab_cell(item) and (report.failed or report.skipped):
+        _failed.add(item.parent.nodeid)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """After a lab's last cell, store the executed lab if every cell passed."""
+    if not _is_lab_cell(item):
+        return
+    item.cell.outputs = list(item.test_outputs or [])
+    item.cell.execution_count = item.cell_num + 1
+    if nextitem is not None and nextitem.parent is item.parent:
+        return
+    lab = item.parent
+    if lab.nodeid in _failed or lab.config.getoption("--co", default=False):
+        return
+    if any(
+        c.cell_type == "code" and c.get("execution_count") is None for c in lab.nb.cells
+    ):
+        return  # a cell did not run (a deselected or skipped cell): not stored
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    seconds = time.perf_counter() - _started.get(lab.nodeid, time.perf_counter())
+    nb = nbformat.from_dict(lab.nb)
+    get_cache(_cache_dir(lab.config)).cache_notebook_bundle(
+        CacheBundleIn(nb, str(lab.path), data={"execution_seconds": seconds}),
+        check_validity=False,
+        overwrite=True,
+    )

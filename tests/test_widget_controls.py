@@ -1,0 +1,128 @@
+"""Every control of every widget does something a reader can see.
+
+Each widget is built at its defaults in a real kernel and every control is moved
+in turn (``tests/widget_probe.py``): the chart it draws or the text it shows
+must change, and a control that cannot have an effect at some setting must say
+why in the widget's text (which is a change of text too). Two made-up widgets,
+one whose slider is wired to nothing and one that redraws the same chart, show
+that the probe does catch a dead control.
+"""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from book_helpers import ROOT
+
+SETUP = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "tests")!r})
+import json
+import ipywidgets as w
+import pandas as pd
+from IPython.display import display
+import clusterlab as cl
+from widget_probe import probe
+
+def report(name, make):
+    print("PROBE " + json.dumps({{"widget": name, "results": probe(make)}}))
+
+measured = pd.DataFrame({{
+    "size_bytes": [16, 1024, 65536, 1048576],
+    "time_s": [2e-5, 3e-5, 2e-4, 3e-3],
+    "busbw_Bps": [8e5, 3e7, 3e8, 3.5e8],
+    "world_size": [2, 2, 2, 2],
+}})
+"""
+
+# name -> the expression that builds the widget at the lab's defaults.
+WIDGETS = {
+    "message_size_explorer": "cl.ui.message_size_explorer(measured)",
+    "clock_skew_explorer": "cl.ui.clock_skew_explorer()",
+    "heartbeat_widget": "cl.ui.failures.heartbeat_widget()",
+    "busbw_explorer": "cl.ui.busbw_explorer(2e-5, 4e8, measured)",
+    "allreduce_algorithm_explorer": "cl.ui.allreduce_algorithm_explorer()",
+    "interconnect_calculator": "cl.ui.interconnect_calculator()",
+    "roofline_explorer": (
+        "cl.ui.roofline_explorer(cl.published.load('gpu_specs').head(3), "
+        "cl.models.roofline.workload_table())"
+    ),
+    "bucket_explorer": "cl.ui.bucket_explorer(0.02, 4e6, 2e-5, 4e8)",
+    "zero_memory_explorer": "cl.ui.zero_memory_explorer()",
+    "tp_cost_widget": "cl.ui.tensor_parallel.tp_cost_widget()",
+    "pipeline_schedule_widget": "cl.ui.pipeline.pipeline_schedule_widget()",
+    "planner_widget": "cl.ui.planner_widget()",
+    "straggler_explorer": "cl.ui.straggler_explorer()",
+    "goodput_widget": "cl.ui.checkpointing.goodput_widget()",
+    "economics_explorer": "cl.ui.economics_explorer()",
+    "decision_helper": "cl.ui.decision_helper()",
+}
+
+# Made-up widgets that the probe must find at fault.
+DEAD = {
+    "a slider wired to nothing": """
+def make():
+    s = w.IntSlider(value=1, min=1, max=5, description="dead")
+    out = w.Output()
+    with out:
+        display(pd.DataFrame({"x": [1]}))
+    return w.VBox([s, out])
+""",
+    "a redraw of the same chart": """
+def make():
+    s = w.IntSlider(value=1, min=1, max=5, description="same")
+    out = w.Output()
+    def draw(_=None):
+        out.clear_output(wait=True)
+        with out:
+            display(cl.viz.world_size_chart(measured))
+    s.observe(draw, names="value")
+    draw()
+    return w.VBox([s, out])
+""",
+}
+
+
+def _run(cells: list[str], tmp_path) -> dict[str, list[dict]]:
+    import nbclient
+
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in [SETUP, *cells]]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbclient.NotebookClient(
+        nb, timeout=300, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    found = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            for line in out.get("text", "").splitlines():
+                if line.startswith("PROBE "):
+                    entry = json.loads(line.removeprefix("PROBE "))
+                    found[entry["widget"]] = entry["results"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    cells = [f"report({name!r}, lambda: {expr})" for name, expr in WIDGETS.items()]
+    cells += [f"{code}\nreport({name!r}, make)" for name, code in DEAD.items()]
+    return _run(cells, tmp_path_factory.mktemp("controls"))
+
+
+@pytest.mark.parametrize("name", sorted(WIDGETS))
+def test_every_control_changes_the_chart_or_the_text(probed, name):
+    results = probed[name]
+    assert results, f"{name}: no control found"
+    dead = [r for r in results if not r["changed"]]
+    assert not dead, f"{name}: moving these controls changed nothing: {dead}"
+
+
+@pytest.mark.parametrize("name", sorted(DEAD))
+def test_the_probe_finds_a_dead_control(probed, name):
+    (result,) = probed[name]
+    assert result["moved"] is not None
+    assert not result["changed"], result
