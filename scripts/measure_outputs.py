@@ -91,10 +91,15 @@ def run_lab(path: Path, timeout_s: int = 600, allow_errors: bool = False):
         copy = Path(tmp) / path.name
         shutil.copy(path, copy)
         nb = nbformat.read(copy, as_version=4)
+        # The grader's kernel client polls its channels, so that a cell's reply
+        # that arrives among many widget messages is not missed (nbclient#312).
+        from clusterlab._grade_kernel import ThisPythonKernel
+
         client = nbclient.NotebookClient(
             nb,
             timeout=timeout_s,
             kernel_name="python3",
+            kernel_manager_class=ThisPythonKernel,
             resources={"metadata": {"path": tmp}},
             store_widget_state=True,
             allow_errors=allow_errors,

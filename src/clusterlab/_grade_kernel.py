@@ -39,21 +39,27 @@ POLL_S = 0.5
 
 
 class PollingChannel(AsyncZMQSocketChannel):
-    """A channel that, asked to wait forever, looks again every ``POLL_S``.
+    """A channel that, asked to wait, looks again every ``POLL_S`` until its deadline.
 
-    Waiting on the shell channel with no deadline could miss the wake-up of an
-    execute reply that had already arrived while many widget messages came in
-    on IOPub (seen with a widget redrawn in a loop): the cell then never ended.
+    One long wait on the shell channel could miss the wake-up of an execute
+    reply that had already arrived while many widget messages came in on IOPub
+    (seen with a widget redrawn in a loop, and with widgets whose controls are
+    moved from code): the cell then ended only at its time limit, or never
+    (jupyter/nbclient#312). Short waits in a loop see the reply within
+    ``POLL_S``.
     """
 
     async def get_msg(self, timeout: float | None = None) -> dict:
-        if timeout is not None:
-            return await super().get_msg(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            step = POLL_S
+            if deadline is not None:
+                step = max(0.0, min(POLL_S, deadline - time.monotonic()))
             try:
-                return await super().get_msg(POLL_S)
+                return await super().get_msg(step)
             except Empty:
-                continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
 
 class PollingClient(AsyncKernelClient):

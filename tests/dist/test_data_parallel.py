@@ -106,3 +106,32 @@ def test_a_rank_that_skips_the_collective_becomes_a_hint(monkeypatch):
 
     with pytest.raises(AssertionError, match="same collectives"):
         cl.check.average_gradients(lopsided, world_sizes=(2,))
+
+
+def test_the_hand_version_times_its_wait_apart_from_its_all_reduces():
+    out = cl.dist.launch(dp_train_worker, 2, steps=3, width=16, depth=1)
+    hand = out[0]["hand"]
+    assert len(hand["wait_s"]) == 3 and min(hand["wait_s"]) >= 0
+    for w, c, k, s in zip(
+        hand["wait_s"], hand["comm_s"], hand["compute_s"], hand["step_s"], strict=True
+    ):
+        assert w + c + k == pytest.approx(s, rel=1e-6, abs=1e-6)
+
+
+def test_comm_prediction_fails_when_alpha_is_zero_and_beta_4x_on_a_real_run():
+    from clusterlab.check.data_parallel import comm_prediction
+
+    model = dp_mlp(256, 2)
+    tensor_bytes = [p.numel() * p.element_size() for p in model.parameters()]
+    sizes = [4, 2**8, 2**12, 2**16, 2**20]
+    bench = cl.perf.bench_collective("all_reduce", sizes, 2, iters=20)
+    two_alpha_s, bw_Bps = cl.perf.fit_alpha_beta(bench["size_bytes"], bench["time_s"])
+    out = cl.dist.launch(dp_train_worker, 2, steps=6, width=256, modes=("hand",))
+
+    def wrong(nbytes, n, alpha_s, bw):
+        return cl.models.collectives.allreduce_time(nbytes, n, 0.0, 4 * bw)
+
+    with pytest.raises(AssertionError, match="missed on all 2 tries"):
+        comm_prediction(
+            out, tensor_bytes, two_alpha_s / 2, bw_Bps, tries=2, predict=wrong
+        )

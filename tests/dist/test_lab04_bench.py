@@ -1,12 +1,12 @@
 """Lab 04's two figures on real gloo groups: benchmark vs plain loop, held-out fit.
 
-On a two-core machine bench/plain lands between about 0.8 and 1.3 and the
-held-out median error between about 8% and 32%; the bounds here are wider, to
-survive a loaded machine, but not a wrong iteration count or a wrong model.
+On a shared two-core machine bench/plain landed between 0.89 and 1.24 and the
+held-out median error between 9% and 41% (quiet and beside two busy loops); the
+checks of ``cl.check.collectives`` allow that plus a margin and measure again
+when a try misses, and a wrong iteration count or a wrong model still fails.
 That the two agree is tested in ``tests/unit/test_bench_collective.py``.
 """
 
-import pandas as pd
 import pytest
 
 import clusterlab as cl
@@ -37,16 +37,39 @@ def test_plain_loop_comparison_catches_a_skewed_benchmark(monkeypatch):
     assert out["bench_over_plain"] > 2.5, out
 
 
-def test_alpha_beta_fit_predicts_held_out_sizes(no_leftover_processes):
-    sizes = [2**k for k in range(8, 23)]
-    runs = [cl.perf.bench_collective("all_reduce", sizes, 2, iters=5) for _ in range(3)]
-    best = pd.concat(runs).sort_values("time_s").drop_duplicates("size_bytes")
-    held = cl.perf.alpha_beta_holdout(best)
+@pytest.fixture(scope="module")
+def sweep():
+    """The collectives lab's all-reduce sweep (to 4 MiB), fastest of 3 passes."""
+    return cl.perf.bench_best_of("all_reduce", [2**k for k in range(8, 23)], 2)
+
+
+def test_alpha_beta_fit_predicts_held_out_sizes(sweep):
+    held = cl.check.collectives.holdout_fit(sweep)
     assert len(held) == 7
-    # median held-out error below 100% (a 2x miss); a fit that ignored alpha or
-    # beta, or swapped them, misses small or large sizes by orders of magnitude
-    assert held["rel_error"].median() < 1.0, held
     assert held.attrs["alpha_s"] > 0 and held.attrs["beta_Bps"] > 1e6
+
+
+def test_holdout_fails_when_alpha_is_zero_on_a_real_sweep(sweep):
+    def no_alpha(sizes, times):
+        return 0.0, cl.perf.fit_alpha_beta(sizes, times)[1]
+
+    with pytest.raises(AssertionError, match="missed on all 2 tries"):
+        cl.check.collectives.holdout_fit(sweep, fit=no_alpha, tries=2)
+
+
+def test_ring_floor_fails_when_beta_is_off_by_4x_on_a_real_run(sweep):
+    sizes = [2**k for k in range(4, 23, 3)]
+    pp = cl.perf.bench_best_of("ping_pong", sizes, 2)
+    alpha_s, beta_Bps = cl.perf.fit_alpha_beta(pp["size_bytes"], pp["time_s"])
+    measured_s = sweep["time_s"].iloc[-1]
+
+    def fast_beta(nbytes, n, a, b):
+        return cl.models.collectives.allreduce_time(nbytes, n, a, 4 * b)
+
+    with pytest.raises(AssertionError, match="missed on all 2 tries"):
+        cl.check.collectives.ring_floor(
+            measured_s, alpha_s, beta_Bps, 2**22, sizes, tries=2, predict=fast_beta
+        )
 
 
 def test_bench_vs_plain_checks_its_arguments():

@@ -6,7 +6,7 @@ import torch
 import clusterlab as cl
 from clusterlab.dist.pipeline import (
     pipeline_reference_grads,
-    pipeline_timeline,
+    pipeline_waits,
     pipeline_worker,
     stage_schedule,
 )
@@ -14,7 +14,6 @@ from clusterlab.models.pipeline import (
     bubble_fraction,
     peak_in_flight,
     simulate_schedule,
-    simulated_bubble,
 )
 
 pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
@@ -76,25 +75,52 @@ def test_peak_activations_held_follow_the_schedule(schedule):
     assert measured == simulated == ([8] * 4 if schedule == "gpipe" else [4, 3, 2, 1])
 
 
-@pytest.mark.parametrize(("schedule", "microbatches"), [("gpipe", 4), ("1f1b", 8)])
-def test_measured_bubble_matches_the_formula(schedule, microbatches):
-    # Noise (messages, late wake-ups) only adds idle time, so the best of two
-    # runs is compared; the bounds still reject (p - 1) / m at these sizes and
-    # a pipeline that does not overlap stages at all.
-    idle = min(
-        simulated_bubble(
-            pipeline_timeline(
-                cl.dist.launch(
-                    pipeline_worker,
-                    4,
-                    schedule=schedule,
-                    microbatches=microbatches,
-                    fwd_s=0.03,
-                    bwd_s=0.06,
-                )
-            )
-        )
-        for _ in range(2)
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_measured_bubble_fits_the_formula_and_the_check_rejects_wrong_models(schedule):
+    # The bound is the noise of the same run (message delays, late wake-ups),
+    # and the check measures again (at most 3 times) when a hiccup exceeds it.
+    table = cl.perf.pipeline.check_bubble(
+        lambda p, m: bubble_fraction(p, m, schedule),
+        4,
+        microbatches=(1, 4, 8),
+        schedule=schedule,
     )
-    model = bubble_fraction(4, microbatches, schedule)
-    assert model - 0.03 <= idle <= model + 0.09, (idle, model)
+    assert (table["verdict"] == "fits").all(), table
+    wrong = cl.perf.pipeline.bubble_verdict(table, lambda p, m: (p - 1) / m, 4)
+    assert (wrong["verdict"] == "below").all()
+    if table["decided"].all():  # on a machine too busy to decide, no claim
+        none = cl.perf.pipeline.bubble_verdict(table, lambda p, m: 0.0, 4)
+        assert (none["verdict"] == "above").all()
+    # Each stage idles about (p - 1)(f + b) whatever m is; the waits are stamped.
+    assert (table["idle_s"] > 3 * (0.03 + 0.06) * 0.95).all()
+    assert (table["recv_wait_share"] > 0).all()
+
+
+def test_bubble_check_fails_when_the_model_has_no_bubble():
+    with pytest.raises(AssertionError, match="model"):
+        cl.perf.pipeline.check_bubble(lambda p, m: 0.0, 4, microbatches=(1, 8))
+
+
+def test_without_messages_the_same_sleeps_leave_no_bubble():
+    table = cl.perf.pipeline.check_bubble(
+        lambda p, m: 0.0, 4, microbatches=(8,), dependencies=False
+    )
+    assert (table["verdict"] == "fits").all()
+    assert table["recv_wait_share"].iloc[0] == 0.0
+    assert table["measured"].iloc[0] < bubble_fraction(4, 8) / 2
+
+
+def test_one_launch_runs_several_micro_batch_counts_with_their_own_waits():
+    res = cl.dist.launch(
+        pipeline_worker, 2, microbatches=(1, 4), fwd_s=0.0, bwd_s=0.0, seed=5
+    )
+    assert [len(r) for r in res] == [2, 2]
+    first, last = (pipeline_waits([rank[k] for rank in res]) for k in (0, 1))
+    # Stage 0 waits for one gradient per micro-batch, stage 1 for one input.
+    assert first.groupby("stage").size().tolist() == [1, 1]
+    assert last.groupby("stage").size().tolist() == [4, 4]
+    assert (last["end"] >= last["start"]).all() and (last["start"] >= 0).all()
+    ref = pipeline_reference_grads(2, 16, 32, seed=5)
+    for stage in range(2):  # gradients do not leak from one step into the next
+        for got, want in zip(res[stage][1]["grads"], ref[stage], strict=True):
+            torch.testing.assert_close(got, want)

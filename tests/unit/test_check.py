@@ -51,3 +51,50 @@ def test_a_deadlocked_answer_becomes_a_hint_not_a_hang(monkeypatch):
 def test_the_check_needs_a_function():
     with pytest.raises(ValueError, match="fn="):
         cl.check.reduce_then_broadcast(None)
+
+
+def test_reduce_then_broadcast_fails_when_it_calls_all_reduce():
+    def with_all_reduce(tensor, rank, world_size):
+        dist.all_reduce(tensor)  # the right sum, by the collective it should build
+        return tensor
+
+    with pytest.raises(AssertionError, match=r"called dist\.all_reduce.*send"):
+        cl.check.reduce_then_broadcast(with_all_reduce, world_sizes=(2,))
+
+
+def test_reduce_then_broadcast_fails_when_it_uses_reduce_and_broadcast():
+    def reduce_then_bcast(tensor, rank, world_size):
+        dist.reduce(tensor, dst=0)
+        dist.broadcast(tensor, src=0)
+        return tensor
+
+    with pytest.raises(AssertionError, match=r"dist\.broadcast, dist\.reduce"):
+        cl.check.reduce_then_broadcast(reduce_then_bcast, world_sizes=(2,))
+
+
+def test_reduce_then_broadcast_fails_when_a_collective_was_imported_by_name():
+    from torch.distributed import all_reduce  # bound before the ranks start
+
+    def imported(tensor, rank, world_size):
+        all_reduce(tensor)
+        return tensor
+
+    assert cl.check.messages.collectives_in_source(imported) == ["all_reduce"]
+    with pytest.raises(AssertionError, match=r"its code calls dist\.all_reduce"):
+        cl.check.reduce_then_broadcast(imported, world_sizes=(2,))
+
+
+def test_source_scan_ignores_tensor_methods_and_functools_reduce():
+    import functools
+
+    def fine(tensor, rank, world_size):
+        idx = torch.zeros(1, dtype=torch.long)
+        functools.reduce(lambda a, b: a + b, [tensor.gather(0, idx)])
+        dist.barrier()
+        return tensor
+
+    assert cl.check.messages.collectives_in_source(fine) == []
+    assert (
+        cl.check.messages.collectives_in_source(cl.solutions.reduce_then_broadcast)
+        == []
+    )

@@ -92,3 +92,49 @@ def test_the_widget_updates_quickly_at_its_defaults():
     assert best < 1.0, f"an update took {best * 1e3:.0f} ms (target < 200 ms)"
     with pytest.raises(ValueError, match="base="):
         cl.ui.clock_skew_explorer(base={"protocol": "ntp"})
+
+
+def test_every_widget_control_changes_the_chart_or_says_why_not(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
+    box = cl.ui.clock_skew_explorer(ClockParams(duration_s=900.0))
+
+    def spec():
+        return json.dumps(shown[-1].to_dict(), sort_keys=True)
+
+    for name, value in [("largest drift", 30.0), ("sync interval", 64.0)]:
+        before = spec()
+        wh.control(box, name).value = value
+        assert spec() != before, f"moving {name!r} left the chart as it was"
+    before = spec()
+    wh.control(box, "protocol").value = "ptp"
+    assert spec() != before and "ptp" in wh.text(box)
+    wh.control(box, "protocol").value = "none"
+    before = spec()
+    wh.control(box, "sync interval").value = 4.0
+    assert spec() == before and "sync interval changes nothing" in wh.text(box)
+
+
+def test_clock_charts_stay_small():
+    free = ClockParams(
+        n_nodes=2,
+        drift_ppm=(30.0, -20.0),
+        protocol="none",
+        duration_s=600.0,
+        sample_interval_s=1.0,
+        wander_ppm_per_hour=0.0,
+    )
+    error_spec = json.dumps(cl.viz.clock_error_chart(simulate(free, seed=0)).to_dict())
+    assert len(error_spec) < 30_000
+    sweep = skew_sweep(
+        [1.0, 10.0, 100.0],
+        [1.0, 4.0, 16.0, 64.0, 256.0],
+        base=ClockParams(duration_s=300.0),
+        bins=16,
+    )
+    spec = cl.viz.skew_explorer_chart(sweep).to_dict()
+    assert len(json.dumps(spec)) < 30_000
+    rows = next(iter(spec["datasets"].values()))
+    assert len(rows) == 3 * 5 * 16 and {"none", "ntp", "ptp"} <= set(rows[0])

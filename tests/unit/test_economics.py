@@ -230,3 +230,65 @@ def test_the_exercise_check_passes_the_solution_and_catches_a_wrong_one(capsys):
 
     with pytest.raises(AssertionError, match="fixed / u \\+ power"):
         cl.check.price_for_breakeven(forgets_power)
+
+
+# --- the break-even formula against a lifetime ledger -----------------------------
+
+
+def test_the_breakeven_matches_a_lifetime_ledger(capsys):
+    assert cl.check.breakeven_ledger_backtest(eco.breakeven_utilization) is True
+    assert "lifetime ledger at 8 prices" in capsys.readouterr().out
+    ledger = cl.models.breakeven.lifetime_ledger(0.5)
+    parts = ("purchase", "operations", "facility", "electricity")
+    assert sum(ledger[k] for k in parts) == pytest.approx(ledger["total"])
+    assert cl.models.breakeven.lifetime_ledger(0.0)["per_useful_hour"] == math.inf
+    assert cl.models.breakeven.ledger_breakeven(1.90) == math.inf
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        {"idle_watts_per_gpu": 0.0},  # idle power forgotten
+        {"pue": 1.0},  # the PUE left out
+        {"lifetime_years": 5.0},  # a different write-off than the ledger's
+    ],
+)
+def test_the_ledger_backtest_fails_when_the_model_drops_a_term(wrong):
+    def mutated(price):
+        return eco.breakeven_utilization(price, **wrong)
+
+    with pytest.raises(AssertionError, match="lifetime ledger"):
+        cl.check.breakeven_ledger_backtest(mutated)
+
+
+def test_the_ledger_backtest_fails_when_power_is_left_out_of_the_margin():
+    def no_power(price):
+        return eco.onprem_hourly()["fixed"] / price
+
+    with pytest.raises(AssertionError, match="ledger"):
+        cl.check.breakeven_ledger_backtest(no_power)
+    with pytest.raises(ValueError, match="utilization"):
+        cl.models.breakeven.lifetime_ledger(1.5)
+
+
+# --- W5: what a GPU gains on a measured pipeline -----------------------------------
+
+
+def test_a_measured_pipeline_gains_little_on_a_gpu():
+    pre = cl.perf.measure_traits(["data preprocessing"])
+    assert cl.check.pipeline_gpu_gain(pre) < 1.5
+
+
+def test_the_pipeline_check_fails_when_the_pipeline_is_measured_dense():
+    pre = cl.perf.measure_traits(["data preprocessing"])
+    dense = pre.assign(
+        dense_fraction=1.0,
+        io_fraction=0.0,
+        branch_fraction=0.0,
+        branching=False,
+        intensity=100.0,
+    )
+    with pytest.raises(AssertionError, match="faster"):
+        cl.check.pipeline_gpu_gain(dense)
+    with pytest.raises(ValueError, match="no row"):
+        cl.check.pipeline_gpu_gain(pre, name="web crawler")

@@ -171,3 +171,121 @@ def test_static_twin_has_a_radio_and_a_slider():
     binds = [p.get("bind", {}).get("input") for p in spec["params"]]
     assert sorted(binds) == ["radio", "range"]
     assert spec["title"]["text"] and "subtitle" in spec["title"]
+
+
+def _quiet_widget():
+    import contextlib
+    import io
+
+    import clusterlab as cl
+
+    with contextlib.redirect_stdout(io.StringIO()):  # no kernel: charts print
+        return cl.ui.planner_widget()
+
+
+def test_widget_says_why_when_the_micro_batch_does_not_divide_the_batch():
+    import contextlib
+    import io
+
+    import widget_helpers as wh
+
+    box = _quiet_widget()
+    with contextlib.redirect_stdout(io.StringIO()):
+        wh.control(box, "global batch").value = 500
+        wh.control(box, "micro-batch").value = 3
+    shown = wh.text(box)
+    assert "No plan splits the global batch" in shown
+    assert "micro-batch (3)" in shown and "(500)" in shown
+    assert "Micro-batches that work with this batch: 1, 2, 5." in shown
+    assert "Add GPUs" not in shown  # memory is not the reason here
+
+
+def test_widget_says_when_memory_is_the_reason():
+    import contextlib
+    import io
+
+    import widget_helpers as wh
+
+    box = _quiet_widget()
+    with contextlib.redirect_stdout(io.StringIO()):
+        wh.control(box, "log2 GPUs").value = 3  # 70B on 8 GPUs
+        wh.control(box, "GB per GPU").value = 16
+    assert "No plan fits in memory" in wh.text(box)
+
+
+def test_every_planner_widget_control_changes_what_it_shows():
+    import contextlib
+    import io
+
+    import widget_helpers as wh
+
+    moves = {
+        "model": "Llama 2 13B",
+        "log2 GPUs": 9,
+        "GB per GPU": 40,
+        "micro-batch": 2,
+        "global batch": 1024,
+    }
+    for name, value in moves.items():
+        box = _quiet_widget()
+        before = wh.text(box)
+        with contextlib.redirect_stdout(io.StringIO()):
+            wh.control(box, name).value = value
+        assert wh.text(box) != before, f"moving {name!r} changed nothing"
+
+
+def test_static_twin_and_live_chart_stay_small_and_keep_the_fastest_plans():
+    import json
+
+    import pandas as pd
+
+    import clusterlab as cl
+
+    df = plan(LLAMA2_70B, 1024, global_batch=512)
+    full = cl.viz.planner_sweep(df, "70B")
+    thin = cl.viz.planner_sweep(df, "70B", thin=True)
+    assert len(thin) < len(full) / 3
+    # Only plans that another plan of the same layout beats for free are gone.
+    assert thin["mfu"].max() == full["mfu"].max()
+    fits = full[full.memory_GB <= 72]
+    assert thin[thin.memory_GB <= 72]["mfu"].max() == fits["mfu"].max()
+    twin = cl.viz.planner_explorer(pd.concat([full, full.assign(model="copy")]))
+    assert len(json.dumps(twin.to_dict())) < 25_000
+
+
+def _rule_cases(**plan_kw):
+    from clusterlab.models.compute import GPT3_175B
+
+    kw = dict(zero_stages=(1, 3), recompute_modes=("none", "full"), **plan_kw)
+    return {
+        "7B": (LLAMA2_7B, plan(LLAMA2_7B, 8, global_batch=64, **kw)),
+        "175B": (GPT3_175B, plan(GPT3_175B, 1024, global_batch=1024, **kw)),
+    }
+
+
+def test_parallelism_rule_holds_as_a_speed_rule_not_as_a_memory_threshold():
+    from clusterlab.models.planner_rules import rule_table, speed_rule_holds
+
+    table = rule_table(_rule_cases())
+    assert table["dp_fits"].all()  # memory does not force TP or PP
+    assert speed_rule_holds(table).all()
+    assert table.set_index("model").loc["175B", "speedup"] > 2
+
+
+def test_parallelism_rule_check_fails_when_the_thresholds_are_wrong():
+    from clusterlab.models.planner_rules import rule_table, speed_rule_holds
+
+    table = rule_table(_rule_cases())
+    # A rule that adds TP from 1B on, or never adds PP, does not match the plans.
+    assert not speed_rule_holds(table, tp_above=1e9).all()
+    assert not speed_rule_holds(table, pp_above=1e12).all()
+    with pytest.raises(ValueError, match="tp_above"):
+        speed_rule_holds(table, tp_above=0)
+
+
+def test_memory_threshold_reading_fails_when_gpus_are_small():
+    from clusterlab.models.planner_rules import rule_table
+
+    # With 16 GB GPUs data parallelism alone no longer fits 175B: memory decides.
+    table = rule_table(_rule_cases(gpu_memory_bytes=16e9))
+    assert not table.set_index("model").loc["175B", "dp_fits"]

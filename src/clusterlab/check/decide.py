@@ -1,10 +1,27 @@
-"""Exercise check: is a GPU cheaper per unit of work?"""
+"""Checks of the choosing lab: the exercise, and the measured verdicts.
+
+``verdicts_match_table`` decides every workload of the source's table from
+traits measured by running its kernel (``cl.perf.measure_traits``) and fails
+when a verdict differs from the table's; ``consistency_flag_decides`` finds
+where the stated "strong consistency" alone would change a verdict.
+"""
 
 from __future__ import annotations
 
-from ._common import not_attempted, passed
+from dataclasses import replace
 
-__all__ = ["cheaper_on_gpu"]
+import pandas as pd
+
+from ..models.decide import decision_table, measured_workloads, recommend
+from ..perf.workloads import retry_if_busy
+from ._common import TICK, not_attempted, passed
+
+__all__ = [
+    "SOURCE_TABLE",
+    "cheaper_on_gpu",
+    "consistency_flag_decides",
+    "verdicts_match_table",
+]
 
 # (speedup, GPU $/h, CPU $/h, answer, what a wrong answer usually means)
 CASES = [
@@ -31,3 +48,98 @@ def cheaper_on_gpu(fn) -> bool:
                 f"{hint or 'compare gpu_price / speedup with cpu_price'}"
             )
     return passed(name, f"right on {len(CASES)} hand-worked cases")
+
+
+#: The source's answers: its workload table (W1), its examples of a key-value
+#: store (W4) and a crawler (F3), and D3's mixed pipeline.
+SOURCE_TABLE = {
+    "LLM training (70B)": "GPU cluster",
+    "batch inference (70B)": "GPU cluster",
+    "preprocessing + training": "both",
+    "web serving": "distributed CPU",
+    "data preprocessing": "distributed CPU",
+    "real-time analytics": "distributed CPU",
+    "key-value store (Redis)": "distributed CPU",
+    "web crawler": "distributed CPU",
+}
+
+
+def _disagreements(traits, hw) -> tuple[pd.DataFrame, dict]:
+    workloads = measured_workloads(traits)
+    table = decision_table(workloads.values(), hw)
+    choice = table[table["line"] == 0].set_index("workload")["choice"]
+    wrong = {
+        name: (choice[name], want)
+        for name, want in SOURCE_TABLE.items()
+        if name in choice.index and choice[name] != want
+    }
+    return table, wrong
+
+
+def verdicts_match_table(
+    traits: pd.DataFrame, hw, measure_again=None, tries: int = 3
+) -> pd.DataFrame:
+    """Decide every workload from measured traits; compare with the source's table.
+
+    Args:
+        traits: ``cl.perf.measure_traits()``'s result.
+        hw: the hardware and prices (``cl.models.decide.Hardware``).
+        measure_again: a function returning fresh traits (such as
+            ``cl.perf.measure_traits``), called when a verdict differs, since
+            a busy machine skews timings; None judges ``traits`` alone.
+        tries: measurements at most, the first included, in [1, 10].
+
+    Returns:
+        The ``decision_table`` of the last traits judged, those traits in
+        ``attrs["traits"]``.
+
+    Raises:
+        AssertionError: naming each workload whose measured verdict differs
+            from the table's, with both answers.
+    """
+    if not isinstance(traits, pd.DataFrame):
+        raise ValueError(f"traits={traits!r} must be a DataFrame of measured traits")
+    if measure_again is None:
+        tries = 1
+    elif not callable(measure_again):
+        raise ValueError(f"measure_again={measure_again!r} must be a function")
+    given = [traits]
+    traits, ok = retry_if_busy(
+        lambda: given.pop() if given else measure_again(),
+        lambda t: not _disagreements(t, hw)[1],
+        tries,
+        "the workload kernels' verdicts",
+    )
+    table, wrong = _disagreements(traits, hw)
+    if wrong:
+        lines = "; ".join(
+            f"{k}: measured {g}, table {w}" for k, (g, w) in wrong.items()
+        )
+        raise AssertionError(f"the measured traits disagree with the table: {lines}")
+    table.attrs["traits"] = traits
+    print(
+        f"{TICK} the measured traits give the source's answer on all "
+        f"{len(SOURCE_TABLE)} workloads"
+    )
+    return table
+
+
+def consistency_flag_decides(workloads: dict, hw) -> dict:
+    """Where saying "strong consistency" changes a verdict the traits give.
+
+    Args:
+        workloads: name -> ``Workload`` (measured ones).
+        hw: the hardware and prices.
+
+    Returns:
+        Name -> ``(choice with the flag, choice without)`` for each workload
+        that states strong consistency and whose choice the flag changes.
+    """
+    out = {}
+    for name, w in workloads.items():
+        if w.strong_consistency:
+            with_flag = recommend(w, hw)["choice"]
+            without = recommend(replace(w, strong_consistency=False), hw)["choice"]
+            if with_flag != without:
+                out[name] = (with_flag, without)
+    return out

@@ -1,4 +1,5 @@
-"""Checks of the economics lab: the break-even exercise, and the capex back-test."""
+"""Checks of the economics lab: the break-even exercise, the capex back-test,
+and the break-even formula against an hour-by-hour ledger."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from .. import published
 from ..models.economics import breakeven_utilization
 from ._common import not_attempted, passed
 
-__all__ = ["capex_backtest", "price_for_breakeven"]
+__all__ = [
+    "breakeven_ledger_backtest",
+    "capex_backtest",
+    "pipeline_gpu_gain",
+    "price_for_breakeven",
+]
 
 CASES = [
     (0.5, {}),
@@ -70,3 +76,73 @@ def capex_backtest(fabric_fn) -> bool:
                     "and the price rows"
                 )
     return passed(name, f"the fabric model reproduces {len(rows)} published clusters")
+
+
+def breakeven_ledger_backtest(breakeven_fn, prices=None) -> bool:
+    """Check a break-even model against a lifetime ledger at every cloud price.
+
+    The ledger (``cl.models.breakeven.ledger_breakeven``) adds up an owned
+    GPU's dollars over its life hour by hour and bisects for the utilisation
+    at which they meet the cloud price; it never uses the per-hour formula.
+    ``breakeven_fn(price)`` must agree within 0.01% of utilisation, or say
+    (with a value above 1) that owning never pays where the ledger finds so.
+    A forgotten idle draw, a PUE on the wrong term or a wrong lifetime fails.
+
+    Args:
+        breakeven_fn: dollars per GPU-hour -> break-even utilisation.
+        prices: cloud prices to test; default: every row of ``cloud_prices()``.
+    """
+    from ..models.breakeven import ledger_breakeven
+    from ..models.economics import cloud_prices
+
+    name = "breakeven_ledger_backtest"
+    if not callable(breakeven_fn):
+        raise ValueError(f"breakeven_fn={breakeven_fn!r} must be a function of price")
+    prices = list(cloud_prices()["usd"]) if prices is None else list(prices)
+    for p in prices:
+        got, want = float(breakeven_fn(p)), ledger_breakeven(p)
+        agree = got > 1 if math.isinf(want) else abs(got - want) < 1e-4
+        if not agree:
+            raise AssertionError(
+                f"{name}: at ${p:.2f} per GPU-hour the model breaks even at "
+                f"{got:.2%}, the lifetime ledger at {want:.2%}; check that idle "
+                "power is paid every hour, the PUE multiplies both draws, and "
+                "the purchase is spread over the lifetime"
+            )
+    return passed(
+        name, f"the break-even matches a lifetime ledger at {len(prices)} prices"
+    )
+
+
+def pipeline_gpu_gain(traits, hw=None, name: str = "data preprocessing") -> float:
+    """How much faster a GPU runs a measured pipeline; it must be under 3x (W5).
+
+    W5 says such pipelines would run 3x faster on CPUs, because the disks, not
+    the arithmetic, set the pace. From the pipeline kernel's measured traits
+    (``cl.perf.measure_traits``), Amdahl's law gives the most a GPU could
+    speed it up; a GPU that gains 3x or more would make W5's trap no trap.
+
+    Args:
+        traits: measured traits with a row for ``name``.
+        hw: hardware and prices; default ``reference_hardware()``.
+        name: the pipeline's workload.
+
+    Returns:
+        The GPU's speedup of the whole job.
+
+    Raises:
+        AssertionError: when the measured traits let a GPU gain 3x or more.
+    """
+    from ..models.decide import job_speedup, measured_workloads, reference_hardware
+
+    hw = reference_hardware() if hw is None else hw
+    row = traits[traits["workload"] == name]
+    if row.empty:
+        raise ValueError(f"traits has no row workload={name!r}")
+    gain = job_speedup(measured_workloads(row)[name], hw)["job_speedup"]
+    if not gain < 3.0:
+        raise AssertionError(
+            f"{name}: the measured traits let a GPU run it {gain:.1f}x faster; "
+            "is the pipeline dense rather than I/O- and branch-bound?"
+        )
+    return gain

@@ -19,8 +19,14 @@ Both leave the same idle "bubble" at the start and end of the step, a fraction
 ``(p - 1) / (m + p - 1)`` of it (``cl.models.pipeline.bubble_fraction``).
 
 The stages here are tiny, so each pass pads itself to a fixed duration with a
-sleep that stands in for the arithmetic of a larger layer: the measured bubble
-then reflects the schedule, not the noise of four processes sharing two cores.
+sleep: the sleep stands for the compute time of a stage of a given size (a
+forward pass of ``fwd_s`` seconds, a backward of ``bwd_s``), during which the
+rank does nothing else, as a CPU does while its GPU runs a kernel. The sleeps
+are built in; when each pass may start is not: a rank starts a pass only when
+its ``recv`` has returned, and every rank stamps how long it waited there
+(``waits``), so the bubble is measured, not assumed. ``dependencies=False``
+drops the messages (and with them the right gradients) to show that the
+sleeps alone leave no bubble.
 
 Run it from a shell (four ranks, 1F1B)::
 
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.distributed as dist
@@ -44,6 +51,7 @@ __all__ = [
     "pipeline_batch",
     "pipeline_reference_grads",
     "pipeline_timeline",
+    "pipeline_waits",
     "pipeline_worker",
     "stage_schedule",
 ]
@@ -146,28 +154,37 @@ def pipeline_worker(
     fwd_s=0.01,
     bwd_s=0.02,
     seed=0,
+    dependencies=True,
 ):
     """One pipeline stage: run its schedule over send/recv; time every pass.
 
     Args:
         rank: this stage's index; world_size: the number of stages p.
         schedule: ``"gpipe"`` or ``"1f1b"``.
-        microbatches: m, which must divide ``batch``.
+        microbatches: m, which must divide ``batch``; or a tuple of such m,
+            run one step after another in one launch (launching costs more
+            than a step).
         batch: samples per step; width: features per sample.
         fwd_s, bwd_s: seconds each forward and backward pass is padded to.
         seed: the model's and the batch's seed.
+        dependencies: False runs the same passes with no messages (inputs and
+            gradients are zeros): a control that shows what the sleeps alone do.
 
     Returns:
-        A dict: ``grads`` (``[weight_grad, bias_grad]`` of this stage),
-        ``events`` (``(phase, micro-batch, start_s, end_s)`` on the wall clock
-        of this machine), ``peak_in_flight`` (most micro-batches whose
-        activations this stage held at once) and ``loss`` (last stage only).
+        A dict (a list of dicts, one per m, for a tuple): ``grads``
+        (``[weight_grad, bias_grad]`` of this stage), ``events`` (``(phase,
+        micro-batch, start_s, end_s)`` on the wall clock of this machine),
+        ``waits`` (``(phase, micro-batch, start_s, end_s)`` spent blocked in
+        ``recv`` before that pass), ``peak_in_flight`` (most micro-batches
+        whose activations this stage held at once) and ``loss`` (last stage).
     """
-    check_int("microbatches", microbatches, 1, batch)
+    sweep = isinstance(microbatches, (tuple, list))
+    ms = [check_int("microbatches", m, 1, batch) for m in np.atleast_1d(microbatches)]
     check_float("fwd_s", fwd_s, 0.0)
     check_float("bwd_s", bwd_s, 0.0)
-    if batch % microbatches:
-        raise ValueError(f"microbatches={microbatches} must divide batch={batch}")
+    for m in ms:
+        if batch % m:
+            raise ValueError(f"microbatches={m} must divide batch={batch}")
     device = torch.device("cpu")
     if dist.get_backend() == "nccl":
         device = torch.device("cuda", rank)
@@ -176,26 +193,39 @@ def pipeline_worker(
     # One untimed micro-batch first: it pays the one-time costs (autograd's
     # threads, the first message on each link) that are no part of a schedule.
     _run_schedule(stage, x[:1], target[:1], "gpipe", 1, 1, 0.0, 0.0)
-    stage.zero_grad()
-    dist.barrier()  # start together, so the timeline shows only the schedule
-    run = _run_schedule(stage, x, target, schedule, microbatches, batch, fwd_s, bwd_s)
-    return {"grads": [p.grad.cpu() for p in stage.parameters()], **run}
+    out, timing = [], (fwd_s, bwd_s, bool(dependencies))
+    for m in ms:
+        stage.zero_grad()
+        dist.barrier()  # start together, so the timeline shows only the schedule
+        run = _run_schedule(stage, x, target, schedule, m, batch, *timing)
+        out.append({"grads": [p.grad.cpu() for p in stage.parameters()], **run})
+    return out if sweep else out[0]
 
 
-def _run_schedule(stage, x, target, schedule, microbatches, batch, fwd_s, bwd_s):
+def _recv(buf, src, waits, phase, i):
+    # The wait is the part of the bubble a rank sees: blocked until its input.
+    w0 = time.time()
+    dist.recv(buf, src=src)
+    waits.append((phase, i, w0, time.time()))
+
+
+def _run_schedule(
+    stage, x, target, schedule, microbatches, batch, fwd_s, bwd_s, deps=True
+):
     """Run one step of ``schedule`` on this rank's stage; return what was timed."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     first, last = rank == 0, rank == world_size - 1
     xs, targets = x.chunk(microbatches), target.chunk(microbatches)
     mb_shape = (x.shape[0] // microbatches, x.shape[1])
-    stash, sends, events, peak, loss_sum = {}, [], [], 0, 0.0
+    stash, sends, events, waits, peak, loss_sum = {}, [], [], [], 0, 0.0
     for phase, i in stage_schedule(schedule, world_size, microbatches, rank):
         if phase == "fwd":
             if first:
                 inp = xs[i]
             else:
-                inp = torch.empty(mb_shape, device=x.device)
-                dist.recv(inp, src=rank - 1)
+                inp = torch.zeros(mb_shape, device=x.device)
+                if deps:
+                    _recv(inp, rank - 1, waits, phase, i)
                 inp.requires_grad_()
             t0 = time.time()
             out = stage(inp)
@@ -203,7 +233,7 @@ def _run_schedule(stage, x, target, schedule, microbatches, batch, fwd_s, bwd_s)
                 out = _loss(out, targets[i], batch)
                 loss_sum += out.item()
             _pad_to(t0, fwd_s)
-            if not last:
+            if not last and deps:
                 sends.append(dist.isend(out.detach(), dst=rank + 1))
             stash[i] = (inp, out)
             peak = max(peak, len(stash))
@@ -211,21 +241,41 @@ def _run_schedule(stage, x, target, schedule, microbatches, batch, fwd_s, bwd_s)
             inp, out = stash.pop(i)
             grad = None
             if not last:
-                grad = torch.empty_like(out)
-                dist.recv(grad, src=rank + 1)
+                grad = torch.zeros_like(out)
+                if deps:
+                    _recv(grad, rank + 1, waits, phase, i)
             t0 = time.time()
             out.backward(grad)
             _pad_to(t0, bwd_s)
-            if not first:
+            if not first and deps:
                 sends.append(dist.isend(inp.grad, dst=rank - 1))
         events.append((phase, i, t0, time.time()))
     for handle in sends:
         handle.wait()
     return {
         "events": events,
+        "waits": waits,
         "peak_in_flight": peak,
         "loss": loss_sum if last else None,
     }
+
+
+_COLUMNS = ["stage", "chunk", "microbatch", "phase", "start", "end"]
+
+
+def _table(results: list, key: str) -> pd.DataFrame:
+    rows = [
+        (stage, 0, mb, phase, t0, t1)
+        for stage, res in enumerate(results)
+        for phase, mb, t0, t1 in res[key]
+    ]
+    return pd.DataFrame(rows, columns=_COLUMNS)
+
+
+def _t_zero(results: list) -> float:
+    # All ranks read one machine's clock; across machines this subtraction
+    # would need synchronised clocks (Part I, time and order).
+    return min(t0 for res in results for _, _, t0, _ in res["events"])
 
 
 def pipeline_timeline(results: list) -> pd.DataFrame:
@@ -239,18 +289,24 @@ def pipeline_timeline(results: list) -> pd.DataFrame:
         ``stage, chunk, microbatch, phase, start, end`` (seconds), so the same
         charts and ``simulated_bubble`` apply to a measured run.
     """
-    rows = [
-        (stage, 0, mb, phase, t0, t1)
-        for stage, res in enumerate(results)
-        for phase, mb, t0, t1 in res["events"]
-    ]
-    df = pd.DataFrame(
-        rows, columns=["stage", "chunk", "microbatch", "phase", "start", "end"]
-    )
-    # All ranks read one machine's clock; across machines this subtraction
-    # would need synchronised clocks (Part I, time and order).
-    t_zero = df["start"].min()
-    df[["start", "end"]] -= t_zero
+    df = _table(results, "events")
+    df[["start", "end"]] -= _t_zero(results)
+    return df.sort_values(["stage", "start"], ignore_index=True)
+
+
+def pipeline_waits(results: list) -> pd.DataFrame:
+    """The time each rank spent blocked in ``recv``, on the timeline's clock.
+
+    Args:
+        results: what ``cl.dist.launch(pipeline_worker, p, ...)`` returned.
+
+    Returns:
+        The columns of :func:`pipeline_timeline`, ``phase`` being the pass that
+        waited; waits are clipped to start at 0 (the first pass's start), so
+        the time before the step is not counted.
+    """
+    df = _table(results, "waits")
+    df[["start", "end"]] = (df[["start", "end"]] - _t_zero(results)).clip(lower=0.0)
     return df.sort_values(["stage", "start"], ignore_index=True)
 
 

@@ -17,14 +17,23 @@ bytes actually handed to ``send``.
 The same code runs on gloo (CPU) and NCCL (GPU): the sends and receives of a
 step are posted together with ``batch_isend_irecv`` so neither backend waits on
 a send whose matching receive has not been posted yet.
+
+A slow link is one keyword away: ``send_delay_s`` (seconds per message) and
+``send_Bps`` (a bandwidth cap, bytes/s) make this rank wait
+``send_delay_s + bytes / send_Bps`` before each of its sends, as if the hop to
+its right-hand neighbour were that much slower. Pass them on one rank only and
+the ring has one slow hop; the ring lab measures that the whole ring then runs
+at that hop's pace.
 """
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.distributed as dist
 
-from .._validate import check_int
+from .._validate import check_float, check_int
 
 __all__ = [
     "ring_allgather",
@@ -93,10 +102,28 @@ def _ring(group):
     return rank, n, right, left
 
 
-def _exchange(send_buf, recv_buf, right, left, group, stats):
+def _hop(send_delay_s: float = 0.0, send_Bps: float | None = None):
+    """A validated ``(delay_s, Bps)`` pair for this rank's hop to the right."""
+    delay = check_float("send_delay_s", send_delay_s, 0.0, 60.0)
+    if send_Bps is not None:
+        send_Bps = check_float("send_Bps", send_Bps, 1.0, 1e15)
+    return delay, send_Bps
+
+
+def _wait_for_link(hop, nbytes: int) -> None:
+    """Sleep as long as a slow hop would take longer to carry ``nbytes``."""
+    delay, bps = hop
+    extra = delay + (nbytes / bps if bps else 0.0)
+    if extra > 0:
+        time.sleep(extra)
+
+
+def _exchange(send_buf, recv_buf, right, left, group, stats, hop=(0.0, None)):
     """Send ``send_buf`` right while receiving ``recv_buf`` from the left."""
     # An empty chunk is neither sent nor received: every rank splits the same way,
     # so the neighbour skips the matching receive (or send) too.
+    if send_buf.numel():
+        _wait_for_link(hop, send_buf.numel() * send_buf.element_size())
     ops = []
     if send_buf.numel():
         ops.append(dist.P2POp(dist.isend, send_buf, right, group))
@@ -112,7 +139,9 @@ def _exchange(send_buf, recv_buf, right, left, group, stats):
         stats["messages"] = stats.get("messages", 0) + 1
 
 
-def ring_reduce_scatter(chunks, group=None, stats=None):
+def ring_reduce_scatter(
+    chunks, group=None, stats=None, *, send_delay_s=0.0, send_Bps=None
+):
     """Phase 1: afterwards this rank's chunk ``(rank + 1) % n`` holds the full sum.
 
     Args:
@@ -120,21 +149,26 @@ def ring_reduce_scatter(chunks, group=None, stats=None):
             split the same way on every rank; summed in place.
         group: the process group (``None``: the default group).
         stats: optional dict; ``bytes_sent`` and ``messages`` are added to it.
+        send_delay_s: seconds this rank waits before each send, in [0, 60]
+            (a slow hop to its right-hand neighbour; 0: none).
+        send_Bps: a bandwidth cap on that hop, bytes/s, in [1, 1e15] (None:
+            none): each send also waits ``bytes / send_Bps``.
 
     Returns:
         ``chunks``, modified in place.
     """
+    hop = _hop(send_delay_s, send_Bps)
     rank, n, right, left = _ring(group)
     scratch = torch.empty_like(chunks[0])  # chunk 0 is the longest
     for step in range(n - 1):
         send_idx, recv_idx = (rank - step) % n, (rank - step - 1) % n
         incoming = scratch[: chunks[recv_idx].numel()]
-        _exchange(chunks[send_idx], incoming, right, left, group, stats)
+        _exchange(chunks[send_idx], incoming, right, left, group, stats, hop)
         chunks[recv_idx] += incoming
     return chunks
 
 
-def ring_allgather(chunks, group=None, stats=None):
+def ring_allgather(chunks, group=None, stats=None, *, send_delay_s=0.0, send_Bps=None):
     """Phase 2: pass each finished chunk around the ring until every rank has all.
 
     Expects the state ``ring_reduce_scatter`` leaves: rank ``r`` owns the final
@@ -146,18 +180,28 @@ def ring_allgather(chunks, group=None, stats=None):
         chunks: this rank's ``n`` contiguous 1-D chunks; overwritten in place.
         group: the process group (``None``: the default group).
         stats: optional dict; ``bytes_sent`` and ``messages`` are added to it.
+        send_delay_s, send_Bps: a slow hop to the right, as in
+            ``ring_reduce_scatter``.
 
     Returns:
         ``chunks``, modified in place.
     """
+    hop = _hop(send_delay_s, send_Bps)
     rank, n, right, left = _ring(group)
     for step in range(n - 1):
         send_idx, recv_idx = (rank + 1 - step) % n, (rank - step) % n
-        _exchange(chunks[send_idx], chunks[recv_idx], right, left, group, stats)
+        _exchange(chunks[send_idx], chunks[recv_idx], right, left, group, stats, hop)
     return chunks
 
 
-def ring_allreduce(tensor: torch.Tensor, group=None, *, stats=None) -> torch.Tensor:
+def ring_allreduce(
+    tensor: torch.Tensor,
+    group=None,
+    *,
+    stats=None,
+    send_delay_s: float = 0.0,
+    send_Bps: float | None = None,
+) -> torch.Tensor:
     """Sum ``tensor`` over all ranks, in place, with a ring of send/recv messages.
 
     Gives the same result as ``dist.all_reduce(tensor)`` (SUM), up to
@@ -169,20 +213,26 @@ def ring_allreduce(tensor: torch.Tensor, group=None, *, stats=None) -> torch.Ten
         group: the process group (``None``: the default group).
         stats: optional dict; ``bytes_sent`` (bytes this rank passed to send) and
             ``messages`` (sends it made) are added to it.
+        send_delay_s: seconds this rank waits before each of its sends, in
+            [0, 60]: its hop to the right-hand neighbour made slower (0: none).
+        send_Bps: a bandwidth cap on that hop, bytes/s, in [1, 1e15] (None:
+            none): each send also waits ``bytes / send_Bps``.
 
     Returns:
         ``tensor``, now holding the sum over ranks.
     """
     if not isinstance(tensor, torch.Tensor):
         raise ValueError(f"tensor={tensor!r} must be a torch.Tensor")
+    slow = {"send_delay_s": send_delay_s, "send_Bps": send_Bps}
+    _hop(**slow)  # a bad value fails here, on every world size
     n = dist.get_world_size(group)
     if n == 1 or tensor.numel() == 0:
         return tensor
     # Work on a flat contiguous copy only if the tensor is not contiguous already.
     flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
     chunks = list(torch.tensor_split(flat, n))
-    ring_reduce_scatter(chunks, group, stats)
-    ring_allgather(chunks, group, stats)
+    ring_reduce_scatter(chunks, group, stats, **slow)
+    ring_allgather(chunks, group, stats, **slow)
     if flat.data_ptr() != tensor.data_ptr() or not tensor.is_contiguous():
         tensor.copy_(flat.view_as(tensor))
     return tensor

@@ -51,8 +51,16 @@ class SkewedClock:
 
     def now(self) -> float:
         """This clock's reading, in seconds since the epoch."""
-        t = time.time()
-        return t + self.offset_s + (t - self.start_s) * self.drift_ppm * 1e-6
+        return self.at(time.time())
+
+    def at(self, true_s: float) -> float:
+        """What this clock reads when the machine's own clock reads ``true_s``.
+
+        Taking one reading of ``time.time()`` and passing it here gives the
+        skewed and the true time of the same instant, which lets a test on one
+        machine tell what the skew did from what the scheduler did.
+        """
+        return true_s + self.offset_s + (true_s - self.start_s) * self.drift_ppm * 1e-6
 
 
 def _per_rank(name: str, values, world_size: int) -> list[float]:

@@ -114,6 +114,24 @@ def straggler_train_worker(
     return out
 
 
+def _lateness(recs: list[dict], draws: np.ndarray, period: int) -> np.ndarray:
+    """Per round, how late the latest rank reached the all-reduce, seconds.
+
+    A rank is late by the time from leaving the previous all-reduce (or the
+    start) to reaching this one, minus the compute it drew for the round: a slow
+    wake-up from sleep, a real pass longer than its draw, or a busy machine's
+    scheduler. The simulation sees none of it, so a real round may exceed the
+    simulated one by up to this much.
+    """
+    starts = np.arange(0, len(draws), period)
+    worst = np.zeros(len(starts))
+    for rank, rec in enumerate(recs):
+        drawn = np.add.reduceat(draws[:, rank], starts)
+        began = np.concatenate([[rec["start"]], rec["end"][:-1]])
+        worst = np.maximum(worst, np.asarray(rec["arrive"]) - began - drawn)
+    return np.clip(worst, 0.0, None)
+
+
 def run_straggler_scenarios(
     scenarios: dict[str, StragglerParams],
     seed: int = 0,
@@ -135,7 +153,9 @@ def run_straggler_scenarios(
     Returns:
         A DataFrame with the simulation's columns (``engine`` is ``"real"``;
         ``allreduce_s`` is the time from the last rank's arrival to the end of
-        the all-reduce) plus ``scenario``, ``loss`` and ``overrun_s``.
+        the all-reduce) plus ``scenario``, ``loss``, ``overrun_s`` and
+        ``late_s`` (per round, how late the latest rank reached the all-reduce
+        beyond its drawn compute, seconds).
     """
     if not scenarios:
         raise ValueError("scenarios={} must name at least one StragglerParams")
@@ -162,6 +182,7 @@ def run_straggler_scenarios(
     for i, (name, p) in enumerate(scenarios.items()):
         recs = [r[i] for r in per_rank]
         arrivals = np.array([r["arrive"] for r in recs])  # (ranks, rounds)
+        late = _lateness(recs, jobs[i]["compute_s"], p.sync_period)
         arrive = arrivals.max(axis=0)
         end = np.max([r["end"] for r in recs], axis=0)
         t0 = max(r["start"] for r in recs)
@@ -187,5 +208,6 @@ def run_straggler_scenarios(
         df.insert(0, "scenario", name)
         df["loss"] = np.mean([r["loss"] for r in recs], axis=0)
         df["overrun_s"] = max(r["overrun_s"] for r in recs)
+        df["late_s"] = late
         frames.append(df)
     return pd.concat(frames, ignore_index=True)

@@ -61,7 +61,8 @@ def allreduce_model_sweep(
         intra: the link inside a node (a name in ``LINKS``).
 
     Returns:
-        Columns ``algorithm, gpus, alpha_us, bandwidth_GBps, log2_bytes, time_s``.
+        Columns ``algorithm, gpus, alpha_us, bandwidth_GBps, log2_bytes, time_s``
+        (to 4 significant digits).
     """
     if alphas_s is None:
         alphas_s = sorted({lk.alpha_s for lk in LINKS.values()})
@@ -83,6 +84,7 @@ def allreduce_model_sweep(
                                 intra_bandwidth_Bps=fast.effective_Bps,
                             )
                         t = allreduce_time(2.0**k, n, alpha, bw, algorithm, **topo)
+                        t = float(f"{t:.4g}")  # 4 digits: a smaller chart
                         rows.append((algorithm, n, alpha * 1e6, bw / 1e9, k, t))
     cols = ["algorithm", "gpus", "alpha_us", "bandwidth_GBps", "log2_bytes", "time_s"]
     return pd.DataFrame(rows, columns=cols)

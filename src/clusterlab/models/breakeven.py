@@ -1,23 +1,38 @@
-"""The break-even curve and tables that the economics charts draw.
+"""The break-even curve and tables that the economics charts draw, and a ledger.
 
 Sweeps of ``cl.models.economics`` over utilisation, cloud price and lifetime,
 returned as DataFrames so that ``cl.viz.economics`` only draws.
+
+``lifetime_ledger`` checks the hourly model another way: it adds up every
+dollar an owned GPU costs over its whole life (the purchase, operations each
+year, its share of the facility, and the electricity of each hour, busy or
+idle) and divides by the hours it worked. ``ledger_breakeven`` finds by
+bisection the utilisation at which that total per useful hour meets a cloud
+price. Neither uses ``onprem_hourly``'s per-hour terms.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .._validate import check_float
 from .economics import (
     _MAX_HOURLY,
     DEFAULTS,
+    HOURS_PER_YEAR,
     breakeven_utilization,
     onprem_hourly,
     useful_hour_cost,
 )
 
-__all__ = ["breakeven_table", "explorer_inputs", "useful_hour_table"]
+__all__ = [
+    "breakeven_table",
+    "explorer_inputs",
+    "ledger_breakeven",
+    "lifetime_ledger",
+    "useful_hour_table",
+]
 
 
 def useful_hour_table(cloud_price_per_gpu_hour: float, utilizations, **onprem):
@@ -101,3 +116,73 @@ def explorer_inputs(cloud_price_per_gpu_hour: float, **onprem) -> pd.DataFrame:
         "price_per_kwh": inputs["price_per_kwh"],
     }
     return pd.DataFrame([row])
+
+
+def lifetime_ledger(utilization: float, **onprem) -> dict:
+    """Every dollar one owned GPU costs over its life, added up hour by hour.
+
+    Args:
+        utilization: fraction of its hours the GPU works, in [0, 1].
+        **onprem: the inputs of ``onprem_hourly`` (defaults: ``DEFAULTS``).
+
+    Returns:
+        Dollars over the lifetime: ``purchase`` (server share, fabric,
+        storage), ``operations``, ``facility`` (its share of the fit-out for
+        the years it is used), ``electricity`` (each hour at the busy or idle
+        draw times the PUE) and ``total``; ``busy_hours``; and
+        ``per_useful_hour`` (total / busy hours; inf when it never works).
+    """
+    u = check_float("utilization", utilization, 0.0, 1.0)
+    x = {**DEFAULTS, **onprem}
+    onprem_hourly(**x)  # the same argument checks
+    hours = round(x["lifetime_years"] * HOURS_PER_YEAR)
+    busy = np.arange(hours) < round(u * hours)  # which hours does not matter
+    watts = np.where(busy, x["watts_per_gpu"], x["idle_watts_per_gpu"])
+    electricity = float(watts.sum()) / 1000.0 * x["pue"] * x["price_per_kwh"]
+    purchase = x["capex_per_gpu"] + x["fabric_per_gpu"] + x["storage_per_gpu"]
+    years = x["lifetime_years"]
+    operations = purchase * x["ops_fraction_per_year"] * years
+    fit_out = x["facility_per_kw"] * x["watts_per_gpu"] / 1000.0
+    facility = fit_out * years / x["facility_lifetime_years"]
+    total = purchase + operations + facility + electricity
+    n_busy = int(busy.sum())
+    return {
+        "purchase": purchase,
+        "operations": operations,
+        "facility": facility,
+        "electricity": electricity,
+        "total": total,
+        "busy_hours": n_busy,
+        "per_useful_hour": total / n_busy if n_busy else float("inf"),
+    }
+
+
+def ledger_breakeven(cloud_price_per_gpu_hour: float, **onprem) -> float:
+    """The utilisation at which the ledger's cost per useful hour meets a price.
+
+    Args:
+        cloud_price_per_gpu_hour: dollars per rented GPU-hour, in (0, 1000].
+        **onprem: the inputs of ``onprem_hourly``.
+
+    Returns:
+        A fraction in (0, 1], found by bisection to one hour of the lifetime;
+        ``math.inf`` when even a GPU busy every hour costs more per useful
+        hour than the cloud price (owning never pays).
+    """
+    price = check_float(
+        "cloud_price_per_gpu_hour",
+        cloud_price_per_gpu_hour,
+        0.0,
+        _MAX_HOURLY,
+        low_inclusive=False,
+    )
+    if lifetime_ledger(1.0, **onprem)["per_useful_hour"] > price:
+        return float("inf")
+    low, high = 0.0, 1.0  # owning costs more at low, less (or equal) at high
+    for _ in range(40):
+        mid = (low + high) / 2
+        if lifetime_ledger(mid, **onprem)["per_useful_hour"] > price:
+            low = mid
+        else:
+            high = mid
+    return high

@@ -10,6 +10,12 @@ an earlier model:
 * Amdahl's law turns that into a speedup of the whole job: time spent waiting
   on I/O does not speed up, branchy code runs no faster on a GPU than on a
   core, and other streaming work speeds up by the ratio of memory bandwidths;
+* the traits (intensity, dense share, I/O share, branchy share) are measured
+  by running a small kernel of each workload (``perf.workloads``) and turned
+  into a ``Workload`` by ``measured_workloads``; ``PRESETS`` holds what cannot
+  be measured on one machine (memory to hold, whether requests are small and
+  latency-bound, whether nodes must agree), with stated traits for pages
+  that run no kernel;
 * the price per hour turns the speedup into a cost per unit of work;
 * the memory the job needs gives the number of GPUs it must be sharded over.
 
@@ -20,7 +26,7 @@ are the source's; the numbers decide between them when traits disagree.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -34,6 +40,7 @@ __all__ = [
     "Workload",
     "decision_table",
     "job_speedup",
+    "measured_workloads",
     "recommend",
     "reference_hardware",
 ]
@@ -56,6 +63,9 @@ class Workload:
         latency_bound: many small requests, each of which must finish fast.
         branching: complex, data-dependent control flow.
         strong_consistency: nodes must agree on shared state at every step.
+        branch_fraction: share of the compute that is not dense spent in
+            branchy code, in [0, 1]; the rest streams. Default: 1 when
+            ``branching``, else 0.
     """
 
     name: str
@@ -66,6 +76,7 @@ class Workload:
     latency_bound: bool = False
     branching: bool = False
     strong_consistency: bool = False
+    branch_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -151,10 +162,12 @@ def job_speedup(w: Workload, hw: Hardware) -> dict:
     gpu = float(attainable_flops(i, hw.gpu_peak_flops, hw.gpu_bandwidth_Bps))
     cpu = float(attainable_flops(i, hw.cpu_peak_flops, hw.cpu_bandwidth_Bps))
     kernel = gpu / cpu
+    b = float(w.branching) if w.branch_fraction is None else w.branch_fraction
+    b = check_float("branch_fraction", b, 0.0, 1.0)
     # Non-dense work: branchy code gains nothing; streaming code gains the
     # bandwidth ratio. I/O waits the same on either.
-    other = 1.0 if w.branching else hw.gpu_bandwidth_Bps / hw.cpu_bandwidth_Bps
-    gpu_time = io + (1 - io) * (d / kernel + (1 - d) / other)
+    stream = hw.gpu_bandwidth_Bps / hw.cpu_bandwidth_Bps
+    gpu_time = io + (1 - io) * (d / kernel + (1 - d) * (b + (1 - b) / stream))
     speedup = 1.0 / gpu_time
     price = hw.gpu_price_per_hour / hw.cpu_price_per_hour
     return {
@@ -205,7 +218,8 @@ def recommend(w: Workload, hw: Hardware) -> dict:
     if w.latency_bound:
         for_cpu.append(("D2", "many small requests: latency per request matters"))
     if w.branching:
-        for_cpu.append(("D2", "complex branching suits CPU cores"))
+        share = "" if w.branch_fraction is None else f" ({w.branch_fraction:.0%})"
+        for_cpu.append(("D2", f"complex branching{share}: a GPU does not speed it up"))
     if w.strong_consistency:
         for_cpu.append(("D2", "strong consistency across nodes is a CPU-cluster job"))
     if gpus > 1 and for_gpu:
@@ -250,9 +264,43 @@ def decision_table(workloads, hw: Hardware) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Workloads of the source's GPU-versus-CPU table (W1) and its examples (F3, W4),
-#: with traits stated as assumptions; their intensities come from
-#: ``models.roofline.workload_table`` where it has them.
+def measured_workloads(traits: pd.DataFrame, stated: dict | None = None) -> dict:
+    """Workloads whose intensity, shares and branching are measured.
+
+    Args:
+        traits: ``cl.perf.measure_traits()`` (columns ``workload``,
+            ``intensity``, ``dense_fraction``, ``io_fraction``,
+            ``branch_fraction``, ``branching``).
+        stated: name -> ``Workload`` giving what is not measured (memory to
+            hold, small requests, consistency); default ``PRESETS``.
+
+    Returns:
+        Name -> ``Workload``, in the order of ``traits``.
+    """
+    stated = PRESETS if stated is None else stated
+    cols = ["workload", "intensity", "dense_fraction", "io_fraction"]
+    missing = [c for c in cols + ["branch_fraction", "branching"] if c not in traits]
+    if missing:
+        raise ValueError(f"traits lacks the columns {missing}")
+    out = {}
+    for r in traits.itertuples(index=False):
+        if r.workload not in stated:
+            raise ValueError(f"workload={r.workload!r} must be one of {list(stated)}")
+        out[r.workload] = replace(
+            stated[r.workload],
+            intensity=float(r.intensity),
+            dense_fraction=float(r.dense_fraction),
+            io_fraction=float(r.io_fraction),
+            branching=bool(r.branching),
+            branch_fraction=float(r.branch_fraction),
+        )
+    return out
+
+
+#: Workloads of the source's GPU-versus-CPU table (W1) and its examples (F3, W4).
+#: Memory, small requests and consistency are stated for the named job; the
+#: intensity and the shares are stated guesses for pages that run no kernel,
+#: and ``measured_workloads`` replaces them with measurements.
 PRESETS = {
     "LLM training (70B)": Workload(
         "LLM training (70B)",

@@ -166,8 +166,9 @@ def simulate_schedule(
     interleave: int = 1,
     fwd_time: float = 1.0,
     bwd_time: float = 2.0,
+    comm_time: float = 0.0,
 ) -> pd.DataFrame:
-    """Play a pipeline schedule out op by op, with no communication time.
+    """Play a pipeline schedule out op by op, each message taking ``comm_time``.
 
     Each stage runs its ops in its schedule's order; an op starts when its
     stage is free and its input is ready (the previous stage's forward, or the
@@ -182,6 +183,9 @@ def simulate_schedule(
         interleave: model chunks per GPU v, >= 1 (1F1B only).
         fwd_time, bwd_time: time of one stage's forward and backward of one
             micro-batch (any unit; default 1 and 2).
+        comm_time: delay from the end of an op to the start of the op it feeds
+            on another GPU (a message and the receiver's wake-up), >= 0; the
+            closed form assumes 0.
 
     Returns:
         DataFrame with one row per op: ``stage, chunk, microbatch, phase``
@@ -193,6 +197,7 @@ def simulate_schedule(
     v = check_int("interleave", interleave, 1)
     tf = check_float("fwd_time", fwd_time, 0.0, low_inclusive=False)
     tb = check_float("bwd_time", bwd_time, 0.0, low_inclusive=False)
+    tc = check_float("comm_time", comm_time, 0.0)
     _check_interleave(p, m, schedule, v)
     n_virtual = p * v
     orders = [_stage_order(s, p, m, schedule, v) for s in range(p)]
@@ -215,7 +220,10 @@ def simulate_schedule(
                     dep = ("fwd", vs, mb)
                 if dep is not None and dep not in done:
                     break
-                start = max(free[s], done.get(dep, 0.0))
+                ready = done.get(dep, 0.0)
+                if dep is not None and dep[1] % p != s:  # fed by another GPU
+                    ready += tc
+                start = max(free[s], ready)
                 end = start + (tf if phase == "fwd" else tb) / v
                 done[(phase, vs, mb)] = end
                 free[s] = end

@@ -5,6 +5,11 @@ compute at the published matmul efficiency; four all-reduces of one
 micro-batch's activations per layer, at the published NVLink bus bandwidth for
 their message size inside a node and at the network link's rate across nodes,
 none of it hidden behind compute. ``cl.viz.tensor_parallel`` draws it.
+
+:func:`tp_mlp_allreduces` is the same model at the size of one MLP block: the
+collectives Megatron's split needs (one all-reduce of the block's activations
+forward, ``g``, one backward, ``f``), and :func:`tp_bytes_agree` compares them
+with collectives counted on real ranks.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from .._validate import check_int
 from .compute import LLAMA2_7B, LLAMA2_13B, LLAMA2_70B
 from .planner import plan_row
 
-__all__ = ["TP_MODELS", "tp_cost_sweep"]
+__all__ = ["TP_MODELS", "tp_bytes_agree", "tp_cost_sweep", "tp_mlp_allreduces"]
 
 #: The models the explorer offers, by name.
 TP_MODELS = {m.name: m for m in (LLAMA2_7B, LLAMA2_13B, LLAMA2_70B)}
@@ -76,3 +81,58 @@ def tp_cost_sweep(
                 )
             )
     return pd.DataFrame(rows)
+
+
+def tp_mlp_allreduces(
+    batch: int, seq: int, hidden: int, value_bytes: int = 4, blocks: int = 1
+) -> list[dict]:
+    """The collectives a column-then-row tensor-parallel MLP needs, in order.
+
+    Per block: one all-reduce of the output's ``batch * seq * hidden`` values
+    in the forward pass and one of the input's gradient in the backward pass,
+    whatever the number of ranks (backward runs the blocks in reverse order).
+
+    Args:
+        batch, seq, hidden: the activations' shape, each >= 1.
+        value_bytes: bytes per value (4 for fp32, 2 for bf16), >= 1.
+        blocks: MLP blocks in a row, >= 1.
+
+    Returns:
+        A list of ``{"op", "phase", "bytes"}``, forward ones first.
+    """
+    nbytes = (
+        check_int("batch", batch, 1)
+        * check_int("seq", seq, 1)
+        * check_int("hidden", hidden, 1)
+        * check_int("value_bytes", value_bytes, 1)
+    )
+    n = check_int("blocks", blocks, 1)
+    one = {"op": "all_reduce", "bytes": nbytes}
+    return [dict(one, phase="forward") for _ in range(n)] + [
+        dict(one, phase="backward") for _ in range(n)
+    ]
+
+
+def tp_bytes_agree(counted, predicted) -> tuple[bool, str]:
+    """Whether collectives counted on a rank are exactly the model's.
+
+    Args:
+        counted: records ``{"op", "phase", "bytes"}`` of one rank, in order.
+        predicted: the model's records (:func:`tp_mlp_allreduces`).
+
+    Returns:
+        ``(ok, message)``: the message says what differs (the count, an
+        operation, a phase or a size).
+    """
+    keys = ("op", "phase", "bytes")
+    got = [tuple(r[k] for k in keys) for r in counted]
+    want = [tuple(r[k] for k in keys) for r in predicted]
+    if got == want:
+        total = sum(r[2] for r in got)
+        return True, f"{len(got)} collectives, {total:,} bytes, as the model says"
+    if len(got) != len(want):
+        return False, f"counted {len(got)} collectives, the model {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g != w:
+            return False, f"collective {i + 1}: counted {g}, the model {w}"
+    return False, "the collectives differ"  # pragma: no cover - unreachable

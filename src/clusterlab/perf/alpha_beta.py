@@ -66,12 +66,14 @@ def fit_alpha_beta(sizes, times) -> tuple[float, float]:
     return float(alpha), float(beta)
 
 
-def alpha_beta_holdout(df: pd.DataFrame) -> pd.DataFrame:
+def alpha_beta_holdout(df: pd.DataFrame, fit=None) -> pd.DataFrame:
     """Fit alpha–beta on every other size of a sweep and predict the sizes left out.
 
     Args:
         df: one row per size with ``size_bytes`` and ``time_s`` (at least 4 rows),
             such as ``bench_collective`` returns.
+        fit: ``fit(sizes, times) -> (alpha_s, beta_Bps)``; ``fit_alpha_beta`` by
+            default (a test passes a wrong one to see the check fail).
 
     Returns:
         The held-out rows with ``predicted_s`` and ``rel_error`` (|measured −
@@ -85,8 +87,8 @@ def alpha_beta_holdout(df: pd.DataFrame) -> pd.DataFrame:
     if len(df) < 4:
         raise ValueError(f"df has {len(df)} rows; at least 4 sizes are needed")
     ordered = df.sort_values("size_bytes").reset_index(drop=True)
-    fit, held = ordered.iloc[::2], ordered.iloc[1::2].copy()
-    alpha_s, beta_Bps = fit_alpha_beta(fit["size_bytes"], fit["time_s"])
+    part, held = ordered.iloc[::2], ordered.iloc[1::2].copy()
+    alpha_s, beta_Bps = (fit or fit_alpha_beta)(part["size_bytes"], part["time_s"])
     held["predicted_s"] = alpha_s + held["size_bytes"] / beta_Bps
     held["rel_error"] = (
         np.abs(held["time_s"] - held["predicted_s"]) / held["predicted_s"]

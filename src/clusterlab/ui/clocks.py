@@ -16,7 +16,9 @@ def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
     """Sliders for the largest drift and the sync interval, buttons for the protocol.
 
     Every change reruns ``cl.sim.clocks.simulate`` with the free-running clocks
-    beside the chosen protocol, and redraws the skew chart.
+    beside the chosen protocol, and redraws the skew chart: the drift moves
+    both lines, the interval the protocol's (the text says so when the protocol
+    is "none"), the buttons pick the protocol.
 
     Args:
         base: the other parameters (default ``ClockParams()``, one hour).
@@ -51,7 +53,9 @@ def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
         style=style,
     )
     default = base.protocol if base.protocol != "none" else "ntp"
-    protocol = w.ToggleButtons(options=list(PROTOCOLS), value=default)
+    protocol = w.ToggleButtons(
+        options=list(PROTOCOLS), value=default, description="protocol", style=style
+    )
     status = w.HTML()
     out = w.Output()
 
@@ -72,6 +76,8 @@ def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
             f"{protocol.value}: largest skew after the first 10 minutes "
             f"<b>{worst * 1e6:,.1f} µs</b>"
         )
+        if protocol.value == "none":  # say why one slider has nothing to move
+            status.value += "; with no protocol the sync interval changes nothing"
         out.clear_output(wait=True)
         with out:
             display(skew_chart(s))

@@ -90,6 +90,15 @@ def message_size_explorer(defaults: pd.DataFrame, *, max_world_size: int = 4):
         finally:
             run.disabled = False
 
+    def announce(_=None):  # a moved slider says what the button will measure
+        status.value = (
+            f"press the button to measure {2**log2.value:,} bytes on "
+            f"{ranks.value} ranks"
+        )
+
+    ranks.observe(announce, names="value")
+    log2.observe(announce, names="value")
     run.on_click(measure)
+    announce()
     redraw()
     return w.VBox([w.HBox([ranks, log2, run]), status, out])

@@ -24,11 +24,29 @@ PLANNER_MODELS = {
 }
 
 
+def _why_none(df, batch: int, micro_batch: int, usable_GB: float) -> str:
+    """Why no plan is feasible, naming the value that stops them."""
+    if not df["batch_ok"].any():
+        dps = sorted(set(df["dp"]))
+        works = [b for b in range(1, 9) if any(batch % (b * d) == 0 for d in dps)]
+        return (
+            f"<b>No plan splits the global batch.</b> Each data-parallel replica "
+            f"runs whole micro-batches, so micro-batch ({micro_batch}) × DP must "
+            f"divide the global batch ({batch}); DP here is one of "
+            f"{', '.join(map(str, dps))}. Micro-batches that work with this batch: "
+            f"{', '.join(map(str, works)) or 'none up to 8; change the global batch'}."
+        )
+    smallest = df.loc[df["batch_ok"], "memory_bytes"].min() / 1e9
+    return (
+        f"<b>No plan fits in memory.</b> The smallest plan needs {smallest:.1f} GB "
+        f"per GPU, more than the {usable_GB:.0f} GB usable (90% of the GPU). "
+        "Add GPUs or memory, or shorten the micro-batch."
+    )
+
+
 def _table(df, n=5) -> str:
     """The fastest feasible plans as a small HTML table."""
     ok = df[df["feasible"]].head(n)
-    if ok.empty:
-        return "<b>No plan fits.</b> Add GPUs, memory, or recomputation."
     rows = "".join(
         f"<tr><td>TP{r.tp} PP{r.pp} DP{r.dp}</td><td>ZeRO-{r.zero_stage}</td>"
         f"<td>{r.recompute}{' +SP' if r.sequence_parallel else ''}</td>"
@@ -112,11 +130,27 @@ def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
         except ValueError as exc:  # a bad combination: say so, stay usable
             status.value = f"<b>no plans:</b> {html.escape(str(exc))}"
             return
-        head = f"{n} GPUs: {int(df.feasible.sum())} feasible plans; the fastest:"
-        status.value = head + _table(df)
+        usable_GB = 0.9 * mem.value
+        head = (
+            f"{pick.value} on {n} GPUs, micro-batch {mb.value}, global batch "
+            f"{gbatch.value}, {usable_GB:.0f} GB usable: "
+            f"{int(df.feasible.sum())} of {len(df)} plans feasible"
+        )
+        hidden = int((~df.batch_ok).sum())
+        if hidden and df.batch_ok.any():
+            head += (
+                f" ({hidden} not drawn: their DP × micro-batch {mb.value} does not "
+                f"divide the global batch {gbatch.value})"
+            )
+        if df.feasible.any():
+            status.value = f"{head}; the fastest:" + _table(df)
+        else:
+            status.value = f"{head}. " + _why_none(
+                df, gbatch.value, mb.value, usable_GB
+            )
         out.clear_output(wait=True)
         with out:
-            display(chart.bundle(planner_sweep(df), 0.9 * mem.value), raw=True)
+            display(chart.bundle(planner_sweep(df, thin=True), usable_GB), raw=True)
 
     def on_model(change):
         _, gpus, batch = PLANNER_MODELS[change["new"]]

@@ -16,7 +16,7 @@ from ..models.stragglers import expected_step_time
 from ..sim.stragglers import StragglerParams, mean_step_time, simulate
 from ..viz.stragglers import straggler_scaling_chart
 
-__all__ = ["straggler_curves", "straggler_explorer"]
+__all__ = ["idle_controls", "straggler_curves", "straggler_explorer"]
 
 N_VALUES = tuple(2**k for k in range(11))
 MITIGATIONS = ("none", "backup workers", "local SGD")
@@ -67,6 +67,31 @@ def straggler_curves(
     return pd.DataFrame(model_rows, columns=cols), pd.DataFrame(sim_rows, columns=cols)
 
 
+def idle_controls(settings: dict) -> dict[str, str]:
+    """Controls that cannot change the result at these settings, and why.
+
+    Args:
+        settings: as for ``straggler_curves``.
+
+    Returns:
+        ``{control description: reason}``; the widget disables those controls
+        and prints the reasons, so that no control moves without an effect.
+    """
+    idle = {}
+    if settings["slow_workers"] == 0:
+        idle["× slower"] = "no worker is slow (slow workers is 0)"
+    if settings["jitter"] == "none":
+        idle["cv"] = "there is no noise to scale (noise is none)"
+    if settings["mitigation"] == "none":
+        idle["backups or H"] = "no mitigation is chosen"
+    elif settings["mitigation"] == "local SGD" and settings["jitter"] == "none":
+        idle["backups or H"] = (
+            "without noise, and with the all-reduce not counted, local SGD's H "
+            "changes no step"
+        )
+    return idle
+
+
 def _display_unvalidated(chart) -> None:
     """Display ``chart`` with the active renderer, skipping schema validation.
 
@@ -105,7 +130,7 @@ def straggler_explorer(n_steps: int = 200, seed: int = 0):
     n = w.SelectionSlider(options=list(N_VALUES), value=1024, description="N")
     jitter = w.Dropdown(options=list(JITTERS), value="normal", description="noise")
     cv = w.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.01, description="cv")
-    slow = w.IntSlider(value=0, min=0, max=8, description="slow workers", style=style)
+    slow = w.IntSlider(value=1, min=0, max=8, description="slow workers", style=style)
     factor = w.FloatSlider(
         value=1.5,
         min=1.0,
@@ -139,16 +164,24 @@ def straggler_explorer(n_steps: int = 200, seed: int = 0):
             return
         at_n = model[model["n_workers"] == n.value]
         parts = [
-            f"{row.series}: step {row.step_ratio:.3f} × the mean compute time, "
-            f"throughput −{1 - 1 / row.step_ratio:.1%}"
+            f"{row.series}: step {row.step_ratio:.4f} × the mean compute time, "
+            f"throughput −{1 - 1 / row.step_ratio:.2%}"
             for row in at_n.itertuples()
         ]
-        verdict.value = f"<b>N = {n.value}</b>: " + "; ".join(parts)
+        idle = idle_controls(settings)
+        for control in controls:
+            control.disabled = control.description in idle
+        notes = "".join(
+            f"<br><i>{html.escape(name)} does nothing now: {html.escape(why)}</i>"
+            for name, why in idle.items()
+        )
+        verdict.value = f"<b>N = {n.value}</b>: " + "; ".join(parts) + notes
         out.clear_output(wait=True)
         with out:
             _display_unvalidated(straggler_scaling_chart(model, sim))
 
-    for control in (n, jitter, cv, slow, factor, mitigation, amount):
+    controls = (n, jitter, cv, slow, factor, mitigation, amount)
+    for control in controls:
         control.observe(update, names="value")
     update()
     left = w.VBox([n, jitter, cv, slow])

@@ -31,6 +31,19 @@ _PROTOCOL_LABELS = {"none": "none", "ntp": "NTP-like", "ptp": "PTP-like"}
 _PROTOCOL_COLORS = {"none": "#D55E00", "ntp": "#0072B2", "ptp": "#009E73"}
 
 
+def _sig(values, digits: int = 3):
+    """Floats to ``digits`` significant digits: a chart's spec carries each one."""
+    return [float(f"{v:.{digits}g}") for v in values]
+
+
+def _thin(df: pd.DataFrame, by: str, max_points: int) -> pd.DataFrame:
+    """Every k-th row of each ``by`` group, so that no group has more than
+    ``max_points`` rows (for straight or slowly bending lines)."""
+    n = int(df.groupby(by).size().max()) if len(df) else 0
+    k = max(1, -(-n // max_points))
+    return df[df.groupby(by).cumcount() % k == 0]
+
+
 def _protocol_color(protocols) -> alt.Color:
     present = [p for p in _PROTOCOL_COLORS if p in set(protocols)]
     return alt.Color(
@@ -62,14 +75,25 @@ def _threshold_rule(threshold_s: float):
 
 
 def clock_error_chart(
-    df: pd.DataFrame, title: str = "Each node's clock error over time"
+    df: pd.DataFrame,
+    title: str = "Each node's clock error over time",
+    *,
+    max_points: int = 120,
 ) -> alt.Chart:
-    """Every node's error (local minus true time, ms) against time (minutes)."""
+    """Every node's error (local minus true time, ms) against time (minutes).
+
+    At most ``max_points`` samples per node are drawn (every k-th), rounded to
+    four significant digits, which keeps the chart's spec small.
+    """
     check_columns(df, ["time_s", "node", "error_s", "drift_ppm"])
-    data = df.assign(
-        time_min=df["time_s"] / 60,
-        error_ms=df["error_s"] * 1e3,
-        node=df["node"].astype(str),
+    df = _thin(df, "node", max_points)
+    data = pd.DataFrame(
+        {
+            "node": df["node"].astype(str),
+            "drift_ppm": _sig(df["drift_ppm"], 4),
+            "time_min": _sig(df["time_s"] / 60, 4),
+            "error_ms": _sig(df["error_s"] * 1e3, 4),
+        }
     )
     return (
         alt.Chart(data)
@@ -98,13 +122,23 @@ def skew_chart(
     *,
     threshold_s: float = 17e-3,
     title: str = "Skew between the nodes' clocks",
+    max_points: int = 100,
 ) -> alt.LayerChart:
-    """Skew (largest minus smallest error, log scale) over time, by protocol."""
+    """Skew (largest minus smallest error, log scale) over time, by protocol.
+
+    At most ``max_points`` samples per protocol are drawn (every k-th).
+    """
     check_columns(skew_df, ["time_s", "skew_s", "protocol"])
     # Clocks set equal at the start have no skew, which a log axis cannot show.
-    data = skew_df[skew_df["skew_s"] > 0]
-    # Only the columns drawn: the spec carries (and validates) every value.
-    data = data.assign(time_min=data["time_s"] / 60)[["protocol", "time_min", "skew_s"]]
+    data = _thin(skew_df[skew_df["skew_s"] > 0], "protocol", max_points)
+    # Only the columns drawn, rounded: the spec carries (and validates) every value.
+    data = pd.DataFrame(
+        {
+            "protocol": data["protocol"],
+            "time_min": _sig(data["time_s"] / 60, 4),
+            "skew_s": _sig(data["skew_s"]),
+        }
+    )
     lines = (
         alt.Chart(data)
         .mark_line()
@@ -152,12 +186,19 @@ def skew_explorer_chart(
     )
     drifts = np.log10(sorted(sweep["max_drift_ppm"].unique()))
     intervals = np.log2(sorted(sweep["sync_interval_s"].unique()))
-    data = sweep.assign(
-        ld=np.round(np.log10(sweep["max_drift_ppm"]), 3),
-        li=np.round(np.log2(sweep["sync_interval_s"]), 3),
-        time_min=sweep["time_s"] / 60,
-        skew_s=sweep["skew_s"].clip(lower=SKEW_FLOOR_S),
-    )[["ld", "li", "protocol", "time_min", "skew_s"]]
+    protocols = [p for p in _PROTOCOL_COLORS if p in set(sweep["protocol"])]
+    # One row per setting and time, one column per protocol (folded back in
+    # the chart): a third of the values a long table would repeat.
+    data = (
+        sweep.assign(
+            ld=np.round(np.log10(sweep["max_drift_ppm"]), 3),
+            li=np.round(np.log2(sweep["sync_interval_s"]), 3),
+            t=_sig(sweep["time_s"] / 60),
+            skew_s=_sig(sweep["skew_s"].clip(lower=SKEW_FLOOR_S)),
+        )
+        .pivot_table(index=["ld", "li", "t"], columns="protocol", values="skew_s")
+        .reset_index()[["ld", "li", "t", *protocols]]
+    )
     d_step = float(np.min(np.diff(drifts))) if len(drifts) > 1 else 1.0
     i_step = float(np.min(np.diff(intervals))) if len(intervals) > 1 else 1.0
     ld = alt.param(
@@ -180,7 +221,6 @@ def skew_explorer_chart(
             name="log2 of the sync interval (s) ",
         ),
     )
-    protocols = [p for p in _PROTOCOL_COLORS if p in set(sweep["protocol"])]
     pick = alt.selection_point(
         fields=["protocol"],
         value=protocol,
@@ -191,9 +231,10 @@ def skew_explorer_chart(
         .transform_filter(
             "abs(datum.ld - log_drift) < 0.01 && abs(datum.li - log_interval) < 0.01"
         )
+        .transform_fold(protocols, as_=["protocol", "skew_s"])
         .mark_line()
         .encode(
-            x=alt.X("time_min:Q", title="true time (minutes)"),
+            x=alt.X("t:Q", title="true time (minutes)"),
             y=alt.Y(
                 "skew_s:Q",
                 scale=alt.Scale(type="log", domain=[SKEW_FLOOR_S, 10], clamp=True),
@@ -203,8 +244,8 @@ def skew_explorer_chart(
             color=_protocol_color(protocols),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.2)),
             tooltip=[
-                "protocol",
-                alt.Tooltip("time_min:Q", title="minutes", format=".1f"),
+                alt.Tooltip("protocol:N"),
+                alt.Tooltip("t:Q", title="minutes", format=".1f"),
                 alt.Tooltip("skew_s:Q", title="skew (s)", format=".2e"),
             ],
         )

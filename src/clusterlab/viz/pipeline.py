@@ -26,6 +26,13 @@ __all__ = [
 _PHASES = ["fwd", "bwd"]
 _PHASE_COLORS = ["#0072B2", "#E69F00"]  # Okabe–Ito blue and orange
 _PHASE_LEGEND = alt.Legend(labelExpr="datum.label == 'fwd' ? 'forward' : 'backward'")
+# A measured Gantt chart may also show the time a rank sat blocked in recv.
+_WAIT_PHASES = [*_PHASES, "recv"]
+_WAIT_COLORS = [*_PHASE_COLORS, "#BBBBBB"]
+_WAIT_LEGEND = alt.Legend(
+    labelExpr="datum.label == 'fwd' ? 'forward' : datum.label == 'bwd' ? "
+    "'backward' : 'waiting in recv'"
+)
 _STAGE_AXIS = "pipeline stage (rank)"
 
 
@@ -37,6 +44,7 @@ def pipeline_gantt(
     title: str = "Who computes when",
     subtitle: str | None = None,
     idle_fraction: float | None = None,
+    waits: pd.DataFrame | None = None,
 ) -> alt.LayerChart:
     """A Gantt chart of a pipeline step: one row per stage, one bar per pass.
 
@@ -48,18 +56,27 @@ def pipeline_gantt(
         title, subtitle: the chart's title and the line under it.
         idle_fraction: the stages' idle share, for the default subtitle (e.g.
             ``cl.models.pipeline.simulated_bubble(df)``); None leaves it out.
+        waits: the same columns for the time each rank was blocked in recv
+            (``cl.dist.pipeline.pipeline_waits``), drawn as grey bars.
 
     Returns:
         Bars (blue forward, orange backward) labelled with the micro-batch;
-        the white gaps are the bubble.
+        the gaps, white or grey, are the bubble.
     """
-    check_columns(df, ["stage", "microbatch", "phase", "start", "end"])
+    cols = ["stage", "microbatch", "phase", "start", "end"]
+    check_columns(df, cols)
+    data = df[cols]
+    if waits is not None:
+        check_columns(waits, cols, "waits")
+        data = pd.concat([data, waits[cols].assign(phase="recv")], ignore_index=True)
     if subtitle is None:
-        subtitle = "blue: forward, orange: backward; number: micro-batch; white: idle"
+        idle = "white: idle" if waits is None else "grey: waiting in recv; white: idle"
+        subtitle = f"blue: forward, orange: backward; number: micro-batch; {idle}"
         if idle_fraction is not None:
             subtitle += f" ({idle_fraction:.0%} of the stages' time)"
-    chart = _gantt_layers(float(time_scale), time_label).copy(deep=False)
-    chart.data = df[["stage", "microbatch", "phase", "start", "end"]]
+    chart = _gantt_layers(float(time_scale), time_label, waits is not None)
+    chart = chart.copy(deep=False)
+    chart.data = data.round({"start": 4, "end": 4})
     height = max(80, 28 * int(df["stage"].nunique()))
     return chart.properties(
         height=height, title=alt.TitleParams(title, subtitle=subtitle)
@@ -67,7 +84,7 @@ def pipeline_gantt(
 
 
 @functools.lru_cache(maxsize=8)
-def _gantt_layers(time_scale: float, time_label: str) -> alt.LayerChart:
+def _gantt_layers(time_scale: float, time_label: str, waits: bool) -> alt.LayerChart:
     # Built once per axis and reused with new data: building the encodings is
     # most of a chart's cost, and a widget redraws on every slider move.
     base = (
@@ -84,9 +101,12 @@ def _gantt_layers(time_scale: float, time_label: str) -> alt.LayerChart:
         x2="t1:Q",
         color=alt.Color(
             "phase:N",
-            scale=alt.Scale(domain=_PHASES, range=_PHASE_COLORS),
+            scale=alt.Scale(
+                domain=_WAIT_PHASES if waits else _PHASES,
+                range=_WAIT_COLORS if waits else _PHASE_COLORS,
+            ),
             title="pass",
-            legend=_PHASE_LEGEND,
+            legend=_WAIT_LEGEND if waits else _PHASE_LEGEND,
         ),
         tooltip=[
             "stage:O",
@@ -96,8 +116,10 @@ def _gantt_layers(time_scale: float, time_label: str) -> alt.LayerChart:
             alt.Tooltip("t1:Q", title="end", format=".3g"),
         ],
     )
-    labels = base.mark_text(fontSize=9, color="white").encode(
-        x="mid:Q", text="microbatch:O"
+    labels = (
+        base.transform_filter("datum.phase != 'recv'")
+        .mark_text(fontSize=9, color="white")
+        .encode(x="mid:Q", text="microbatch:O")
     )
     return alt.layer(bars, labels)
 
@@ -146,6 +168,12 @@ def pipeline_bubble_chart(
     )
 
 
+def _num(t: float):
+    # Whole numbers as ints: most start times are, and "12" is shorter than "12.0".
+    t = round(float(t), 3)
+    return int(t) if t.is_integer() else t
+
+
 @functools.lru_cache(maxsize=4)
 def _compact(max_p: int, max_m: int):
     """The sweep as compact per-case arrays (one JSON object per case)."""
@@ -158,7 +186,7 @@ def _compact(max_p: int, max_m: int):
             "b": g["microbatch"].tolist(),
             "c": g["chunk"].tolist(),
             "f": (g["phase"] == "bwd").astype(int).tolist(),
-            "t": [round(t, 3) for t in g["start"]],
+            "t": [_num(t) for t in g["start"]],
         }
         for key, g in ops.groupby("key", sort=False)
     ]

@@ -141,13 +141,45 @@ def straggler_sweep_chart(
         value=slows[0],
         bind=alt.binding_radio(options=slows, name="one worker slower by × "),
     )
-    # Only the columns the chart reads, rounded: the page carries every row.
-    data = df[cols].round({"step_ratio": 5, "throughput_loss": 5})
+    # The page carries every row, so it gets them as CSV text: one short row per
+    # scenario and N, one column per mitigation (folded back into rows in the
+    # browser), rounded to the tooltip's four decimals. A tenth of the bytes of
+    # the long table as JSON objects.
+    names = list(dict.fromkeys(df["mitigation"]))
+    wide = (
+        df.pivot_table(
+            index=["n_workers", "jitter", "cv", "slow_factor"],
+            columns="mitigation",
+            values="step_ratio",
+            sort=False,
+        )
+        .round(4)
+        .rename(columns={m: f"m{i}" for i, m in enumerate(names)})
+        .reset_index()
+        .rename(columns={"n_workers": "n", "jitter": "j", "slow_factor": "f"})
+    )
+    label = "'" + names[-1].replace("'", "") + "'"
+    for i in range(len(names) - 2, -1, -1):
+        label = f"datum.key == 'm{i}' ? '{names[i]}' : {label}"
+    fields = [f"m{i}" for i in range(len(names))]
+    data = alt.InlineData(
+        values=wide.to_csv(index=False, lineterminator="\n"),
+        format=alt.DataFormat(
+            type="csv", parse={k: "number" for k in ["n", "cv", "f", *fields]}
+        ),
+    )
     return (
         alt.Chart(data)
         .transform_filter(
-            "datum.jitter == jitter_pick && abs(datum.cv - cv_pick) < 1e-9"
-            " && abs(datum.slow_factor - slow_pick) < 1e-9"
+            "datum.j == jitter_pick && abs(datum.cv - cv_pick) < 1e-9"
+            " && abs(datum.f - slow_pick) < 1e-9"
+        )
+        .transform_fold(fields, as_=["key", "ratio"])
+        .transform_calculate(
+            n_workers="datum.n",
+            step_ratio="datum.ratio",
+            mitigation=label,
+            throughput_loss="1 - 1 / datum.ratio",
         )
         .mark_line(point=True)
         .encode(
@@ -158,7 +190,7 @@ def straggler_sweep_chart(
             # workers) show through it.
             strokeDash=alt.StrokeDash("mitigation:N", title="mitigation"),
             tooltip=[
-                "mitigation",
+                "mitigation:N",
                 alt.Tooltip("n_workers:Q", title="N", format="d"),
                 alt.Tooltip("step_ratio:Q", title="step / mean", format=".4f"),
                 alt.Tooltip("throughput_loss:Q", title="throughput lost", format=".1%"),
@@ -186,7 +218,15 @@ def straggler_rounds_chart(
     """
     check_columns(df, ["scenario", "engine", "round", "step_s"])
     source = np.where(df["engine"] == "real", "real run", "simulation, same draws")
-    data = df.assign(step_ms=df["step_s"] * 1e3, source=source)
+    # Only what the chart reads, rounded: a run carries a dozen more columns.
+    data = pd.DataFrame(
+        {
+            "scenario": df["scenario"],
+            "source": source,
+            "round": df["round"],
+            "step_ms": (df["step_s"] * 1e3).round(2),
+        }
+    )
     return (
         alt.Chart(data)
         .mark_line(point=True)
@@ -220,7 +260,7 @@ def straggler_compare_chart(
         df: columns ``scenario, source, step_s``.
     """
     check_columns(df, ["scenario", "source", "step_s"])
-    data = df.assign(step_ms=df["step_s"] * 1e3)
+    data = df[["scenario", "source"]].assign(step_ms=(df["step_s"] * 1e3).round(2))
     return (
         alt.Chart(data)
         .mark_point(size=110, opacity=0.9)

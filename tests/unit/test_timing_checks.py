@@ -1,0 +1,140 @@
+"""The collectives and data-parallel labs' timing checks fail on a wrong model.
+
+Each check compares a model with a measurement and measures again (bounded)
+when a try misses. Here the measurements are fixed, as a quiet machine gives
+them, so only the model decides: a right one passes, a wrong one (alpha left
+out, beta 4x off) fails on every try. Real runs are in
+``tests/dist/test_lab04_bench.py`` and ``tests/dist/test_data_parallel.py``.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import clusterlab as cl
+from clusterlab.check import collectives as cc
+from clusterlab.check import data_parallel as cdp
+
+ALPHA_S, BETA_BPS = 3.5e-4, 0.9e9  # a gloo all-reduce on 2 CPU ranks
+
+
+def all_reduce_sweep(noise=0.1, seed=0):
+    """An all-reduce sweep that follows alpha-beta with a quiet machine's noise."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([2**k for k in range(8, 23)])
+    times = (2 * ALPHA_S + sizes / BETA_BPS) * (1 + noise * rng.random(len(sizes)))
+    return pd.DataFrame({"size_bytes": sizes, "time_s": times})
+
+
+def test_holdout_passes_a_right_fit_on_a_quiet_sweep():
+    held = cc.holdout_fit(all_reduce_sweep(), tries=1)
+    assert held.attrs["median_error"] < cc.HOLDOUT_MEDIAN_BELOW
+
+
+def test_holdout_fails_when_alpha_is_zero():
+    def no_alpha(sizes, times):
+        _, beta = cl.perf.fit_alpha_beta(sizes, times)
+        return 0.0, beta
+
+    with pytest.raises(AssertionError, match="median"):
+        cc.holdout_fit(all_reduce_sweep(), tries=1, fit=no_alpha)
+
+
+def test_holdout_fails_when_beta_is_off_by_4x():
+    def fast_beta(sizes, times):
+        alpha, beta = cl.perf.fit_alpha_beta(sizes, times)
+        return alpha, 4 * beta
+
+    with pytest.raises(AssertionError, match="largest size"):
+        cc.holdout_fit(all_reduce_sweep(), tries=1, fit=fast_beta)
+
+
+def test_ring_floor_passes_the_ratio_a_quiet_machine_gives():
+    predicted = cl.models.collectives.allreduce_time(2**22, 2, ALPHA_S, BETA_BPS)
+    got = cc.ring_floor(2.0 * predicted, ALPHA_S, BETA_BPS, 2**22, [16], tries=1)
+    assert got["ratio"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("factor", [4.0, 0.1])
+def test_ring_floor_fails_when_beta_is_off_by_4x_or_10x_low(factor):
+    measured = 2.0 * cl.models.collectives.allreduce_time(2**22, 2, ALPHA_S, BETA_BPS)
+
+    def wrong(nbytes, n, alpha_s, beta_Bps):
+        return cl.models.collectives.allreduce_time(
+            nbytes, n, alpha_s, factor * beta_Bps
+        )
+
+    with pytest.raises(AssertionError, match="ring model"):
+        cc.ring_floor(measured, ALPHA_S, BETA_BPS, 2**22, [16], tries=1, predict=wrong)
+
+
+def test_plain_loop_agreement_fails_when_the_benchmark_forgot_to_divide():
+    agree = {"plain_s": 1e-3, "bench_s": 5e-3, "bench_over_plain": 5.0}
+    with pytest.raises(AssertionError, match="plain loop"):
+        cc.plain_loop_agreement(agree, tries=1)
+    ok = {"plain_s": 1e-3, "bench_s": 1.1e-3, "bench_over_plain": 1.1}
+    assert cc.plain_loop_agreement(ok, tries=1)["tries"] == 1
+
+
+TENSORS = [256 * 256 * 4, 256 * 4] * 3  # the lab's SMOKE MLP
+
+
+def fake_run(comm_s, steps=6):
+    """Per-rank results of dp_train_worker on 2 ranks with fixed step times."""
+    rank = {"hand": {"comm_s": [10 * comm_s] * 2 + [comm_s] * (steps - 2)}}
+    return [rank, rank]
+
+
+def right_comm_s(ratio=1.3):
+    model = cl.models.collectives.allreduce_time
+    return ratio * sum(model(s, 2, ALPHA_S, BETA_BPS) for s in TENSORS)
+
+
+def test_best_step_leaves_out_the_warm_up_and_takes_the_slowest_rank():
+    fast = {"hand": {"comm_s": [9.0, 9.0, 3.0, 2.0]}}
+    slow = {"hand": {"comm_s": [9.0, 9.0, 1.0, 4.0]}}
+    assert cdp.best_step_s([fast, slow]) == 3.0
+    with pytest.raises(ValueError, match="steps"):
+        cdp.best_step_s([{"hand": {"comm_s": [1.0, 2.0]}}])
+
+
+def test_comm_prediction_passes_a_right_model():
+    got = cdp.comm_prediction(fake_run(right_comm_s()), TENSORS, ALPHA_S, BETA_BPS,
+                              tries=1)  # fmt: skip
+    assert got["ratio"] == pytest.approx(1.3)
+
+
+def test_comm_prediction_fails_when_alpha_is_zero():
+    def no_alpha(nbytes, n, alpha_s, bw_Bps):
+        return cl.models.collectives.allreduce_time(nbytes, n, 0.0, bw_Bps)
+
+    with pytest.raises(AssertionError, match="alpha"):
+        cdp.comm_prediction(
+            fake_run(right_comm_s()), TENSORS, ALPHA_S, BETA_BPS, tries=1,
+            predict=no_alpha,
+        )  # fmt: skip
+
+
+def parts(comm_4=0.06, ddp_4=0.03):
+    return pd.DataFrame(
+        {
+            "compute": [0.002, 0.003, 0.006],
+            "all-reduce": [0.0001, 0.01, comm_4],
+            "whole step (overlapped)": [0.002, 0.01, ddp_4],
+        },
+        index=[1, 2, 4],
+    )
+
+
+def test_step_parts_passes_what_the_lab_measures():
+    assert cdp.step_parts(parts()) is True
+
+
+def test_step_parts_fails_when_communication_does_not_grow():
+    with pytest.raises(AssertionError, match="grow"):
+        cdp.step_parts(parts(comm_4=0.00005))
+
+
+def test_step_parts_fails_when_ddp_has_no_overlap_and_no_buckets():
+    with pytest.raises(AssertionError, match="buckets"):
+        cdp.step_parts(parts(ddp_4=0.07))
