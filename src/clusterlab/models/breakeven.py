@@ -18,10 +18,10 @@ import pandas as pd
 
 from .._validate import check_float
 from .economics import (
-    _MAX_HOURLY,
     DEFAULTS,
     HOURS_PER_YEAR,
     breakeven_utilization,
+    check_cloud_price,
     onprem_hourly,
     useful_hour_cost,
 )
@@ -47,13 +47,7 @@ def useful_hour_table(cloud_price_per_gpu_hour: float, utilizations, **onprem):
         A DataFrame with columns ``u``, ``owned`` and ``cloud`` (dollars per
         useful GPU-hour).
     """
-    price = check_float(
-        "cloud_price_per_gpu_hour",
-        cloud_price_per_gpu_hour,
-        0.0,
-        _MAX_HOURLY,
-        low_inclusive=False,
-    )
+    price = check_cloud_price(cloud_price_per_gpu_hour)
     us = [float(u) for u in utilizations]
     owned = [useful_hour_cost(u, **onprem) for u in us]
     return pd.DataFrame({"u": us, "owned": owned, "cloud": price})
@@ -97,13 +91,7 @@ def explorer_inputs(cloud_price_per_gpu_hour: float, **onprem) -> pd.DataFrame:
     """
     inputs = {**DEFAULTS, **onprem}
     cost = onprem_hourly(**inputs)
-    price = check_float(
-        "cloud_price_per_gpu_hour",
-        cloud_price_per_gpu_hour,
-        0.0,
-        _MAX_HOURLY,
-        low_inclusive=False,
-    )
+    price = check_cloud_price(cloud_price_per_gpu_hour)
     row = {
         "cloud_price": price,
         "capex": inputs["capex_per_gpu"],
@@ -169,13 +157,7 @@ def ledger_breakeven(cloud_price_per_gpu_hour: float, **onprem) -> float:
         ``math.inf`` when even a GPU busy every hour costs more per useful
         hour than the cloud price (owning never pays).
     """
-    price = check_float(
-        "cloud_price_per_gpu_hour",
-        cloud_price_per_gpu_hour,
-        0.0,
-        _MAX_HOURLY,
-        low_inclusive=False,
-    )
+    price = check_cloud_price(cloud_price_per_gpu_hour)
     if lifetime_ledger(1.0, **onprem)["per_useful_hour"] > price:
         return float("inf")
     low, high = 0.0, 1.0  # owning costs more at low, less (or equal) at high

@@ -49,6 +49,19 @@ GPUS_PER_NODE = 8  # an HGX or DGX H100 server holds 8 GPUs
 #: Upper bounds of the argument checks (sanity ranges, not published figures).
 _MAX_CAPEX = 1e7
 _MAX_HOURLY = 1e3
+
+
+def check_cloud_price(cloud_price_per_gpu_hour) -> float:
+    """The cloud price per GPU-hour, in dollars, checked to be in (0, 1000]."""
+    return check_float(
+        "cloud_price_per_gpu_hour",
+        cloud_price_per_gpu_hour,
+        0.0,
+        _MAX_HOURLY,
+        low_inclusive=False,
+    )
+
+
 _MAX_POWER = 1e5
 _MAX_KWH = 10.0
 
@@ -279,13 +292,7 @@ def breakeven_utilization(cloud_price_per_gpu_hour: float, **onprem) -> float:
         owning never pays, even at full use; ``math.inf`` when the cloud price
         does not even cover the owned GPU's extra power.
     """
-    price = check_float(
-        "cloud_price_per_gpu_hour",
-        cloud_price_per_gpu_hour,
-        0.0,
-        _MAX_HOURLY,
-        low_inclusive=False,
-    )
+    price = check_cloud_price(cloud_price_per_gpu_hour)
     cost = onprem_hourly(**onprem)
     margin = price - cost["power"]
     return math.inf if margin <= 0 else cost["fixed"] / margin

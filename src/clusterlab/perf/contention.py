@@ -32,7 +32,12 @@ from ..models.contention import (
     network_share_for_drop,
 )
 from .collectives import _group_device, _sync
-from .ring_hops import _overshoot_s, speedup_verdict, summarize_timings
+from .ring_hops import (
+    _overshoot_s,
+    slowest_rank_times,
+    speedup_verdict,
+    summarize_timings,
+)
 
 __all__ = [
     "MIXED_CASES",
@@ -110,10 +115,7 @@ def measure_mixed_step(
         numel=1024,
         repeats=check_int("repeats", repeats, 2, 100),
     )
-    raw = pd.DataFrame(
-        [r for rank in out for r in rank["rows"]], columns=["case", "repeat", "time_s"]
-    )
-    df = raw.groupby(["case", "repeat"], as_index=False, sort=False)["time_s"].max()
+    df = slowest_rank_times(out)
     df.attrs.update(
         speeds=speeds,
         work_s=work_s,

@@ -29,6 +29,7 @@ __all__ = [
     "measure_step_speedup",
     "retry_timing_check",
     "slow_hop_verdict",
+    "slowest_rank_times",
     "speedup_verdict",
     "summarize_timings",
 ]
@@ -127,10 +128,7 @@ def measure_slow_hop(
         repeats=check_int("repeats", repeats, 2, 100),
         warmup=check_int("warmup", warmup, 0, 100),
     )
-    raw = pd.DataFrame(
-        [r for rank in out for r in rank["rows"]], columns=["case", "repeat", "time_s"]
-    )
-    df = raw.groupby(["case", "repeat"], as_index=False, sort=False)["time_s"].max()
+    df = slowest_rank_times(out)
     df.attrs.update(
         world_size=n,
         nbytes=nbytes,
@@ -139,6 +137,21 @@ def measure_slow_hop(
         **slow,
     )
     return df
+
+
+def slowest_rank_times(out: list[dict]) -> pd.DataFrame:
+    """Per case and repeat, the slowest rank's seconds.
+
+    Args:
+        out: one dict per rank, each with ``rows`` of (case, repeat, time_s).
+
+    Returns:
+        A DataFrame with ``case``, ``repeat`` and ``time_s`` (the largest over ranks).
+    """
+    raw = pd.DataFrame(
+        [r for rank in out for r in rank["rows"]], columns=["case", "repeat", "time_s"]
+    )
+    return raw.groupby(["case", "repeat"], as_index=False, sort=False)["time_s"].max()
 
 
 def summarize_timings(df: pd.DataFrame) -> pd.DataFrame:
