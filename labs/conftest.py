@@ -18,15 +18,62 @@ import nbformat
 import pytest
 
 try:
-    from nbval.plugin import IPyNbCell
+    from nbval.plugin import IPyNbCell, IPyNbFile
 except ImportError:  # nbval is in requirements.txt; without it nothing here runs
-    IPyNbCell = None
+    IPyNbCell = IPyNbFile = None
 
 CACHE_ENV = "CLUSTERLAB_EXECUTION_CACHE"
 BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
 
 _failed: set[str] = set()
 _started: dict[str, float] = {}
+
+
+#: Messages a widget's ``Output`` captures while it is active.
+CAPTURED_TYPES = {"display_data", "stream", "clear_output", "update_display_data"}
+
+
+def _hide_what_output_widgets_capture(get_kernel_message):
+    """Wrap nbval's message reader so that it drops what an ``Output`` captures.
+
+    A front end (and nbclient, which the book build uses) sends whatever a
+    kernel displays inside ``with out:`` to the ``Output`` widget, not to the
+    cell: the kernel announces it by setting the widget's ``msg_id`` to the
+    cell's request and clears it afterwards. nbval has no widget manager, so
+    without this it would store a widget's redraws as outputs of the cell, and
+    the book, built from those outputs, would show charts the reader never sees.
+    Errors are never dropped.
+    """
+    capturing: dict[str, str] = {}  # Output widget's comm id -> request id
+
+    def read(self, timeout=None, stream="iopub"):
+        while True:
+            msg = get_kernel_message(self, timeout=timeout, stream=stream)
+            if stream != "iopub":
+                return msg
+            kind, content = msg["msg_type"], msg.get("content", {})
+            if kind == "comm_msg":
+                state = content.get("data", {}).get("state", {})
+                if "msg_id" in state:
+                    if state["msg_id"]:
+                        capturing[content.get("comm_id")] = state["msg_id"]
+                    else:
+                        capturing.pop(content.get("comm_id"), None)
+            elif kind == "comm_close":
+                capturing.pop(content.get("comm_id"), None)
+            elif kind in CAPTURED_TYPES and (
+                msg["parent_header"].get("msg_id") in capturing.values()
+            ):
+                continue
+            return msg
+
+    return read
+
+
+if IPyNbFile is not None:
+    IPyNbFile.get_kernel_message = _hide_what_output_widgets_capture(
+        IPyNbFile.get_kernel_message
+    )
 
 
 def _is_lab_cell(item) -> bool:

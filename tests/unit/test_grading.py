@@ -272,3 +272,29 @@ def test_the_outputs_check_fails_on_outputs_and_fix_strips_them(tmp_path):
     assert check("--fix", str(dirty)).returncode == 0
     assert check(str(dirty)).returncode == 0
     assert dirty.read_bytes() == clean.read_bytes()  # written as nbformat writes
+
+
+def test_a_check_that_returns_a_table_or_an_empty_list_is_recorded_as_a_pass(
+    tmp_path, monkeypatch
+):
+    import json
+
+    import pandas as pd
+
+    from clusterlab.check import _common
+
+    log = tmp_path / "checks.jsonl"
+    monkeypatch.setenv("CLUSTERLAB_CHECK_RESULTS", str(log))
+    table = _common.recorded("returns_a_table", lambda: pd.DataFrame({"a": [1, 2]}))
+    flips = _common.recorded("returns_no_differences", lambda: [])
+    stub = _common.recorded("returns_false", lambda: False)
+    assert len(table()) == 2 and flips() == [] and stub() is False
+    final = {}
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        final[event["check"]] = event["status"]
+    assert final == {
+        "returns_a_table": "pass",
+        "returns_no_differences": "pass",
+        "returns_false": "not attempted",
+    }
