@@ -36,6 +36,7 @@ __all__ = [
     "copy_to_tp",
     "make_mlp",
     "reduce_from_tp",
+    "tp_mlp_inputs",
     "tp_mlp_worker",
 ]
 
@@ -204,6 +205,23 @@ def make_mlp(hidden: int, ffn: int, seed: int = 0) -> nn.Sequential:
     return mlp
 
 
+def tp_mlp_inputs(rank, world_size, batch, seq, hidden, ffn, seed):
+    """This rank's input and slice of the reference MLP, the same on every rank.
+
+    Returns:
+        ``(x, tp)``: an input of shape (batch, seq, hidden) from ``seed + 1``
+        that requires grad, and this rank's :class:`TensorParallelMLP` of the
+        MLP built from ``seed``, both on this rank's device.
+    """
+    device = torch.device("cpu")
+    if dist.get_backend() == "nccl":
+        device = torch.device("cuda", rank)
+    full = make_mlp(hidden, ffn, seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch, seq, hidden, generator=gen).to(device).requires_grad_()
+    return x, TensorParallelMLP(full, rank, world_size).to(device)
+
+
 def tp_mlp_worker(rank, world_size, batch=2, seq=8, hidden=16, ffn=64, seed=0):
     """One rank of a tensor-parallel MLP: forward, backward, and what it sent.
 
@@ -216,13 +234,7 @@ def tp_mlp_worker(rank, world_size, batch=2, seq=8, hidden=16, ffn=64, seed=0):
         ``grad_fc1_b``, ``grad_fc2_w``, ``grad_fc2_b`` (this rank's slices) and
         ``comm`` (a list of ``{"phase", "op", "bytes"}`` records).
     """
-    device = torch.device("cpu")
-    if dist.get_backend() == "nccl":
-        device = torch.device("cuda", rank)
-    full = make_mlp(hidden, ffn, seed)
-    gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(batch, seq, hidden, generator=gen).to(device).requires_grad_()
-    tp = TensorParallelMLP(full, rank, world_size).to(device)
+    x, tp = tp_mlp_inputs(rank, world_size, batch, seq, hidden, ffn, seed)
     out = tp(x)
     (out.pow(2).sum() / 2).backward()
     return {

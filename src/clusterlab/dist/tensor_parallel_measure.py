@@ -14,7 +14,6 @@ that counter.
 from __future__ import annotations
 
 import torch
-import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["count_collectives", "tp_count_worker"]
@@ -76,15 +75,9 @@ def tp_count_worker(rank, world_size, batch=2, seq=8, hidden=16, ffn=64, seed=0)
         dict: ``counted`` (records of :class:`count_collectives`) and ``logged``
         (the MLP's own log), for the same forward and backward pass.
     """
-    from .tensor_parallel import TensorParallelMLP, make_mlp
+    from .tensor_parallel import tp_mlp_inputs
 
-    device = torch.device("cpu")
-    if dist.get_backend() == "nccl":
-        device = torch.device("cuda", rank)
-    full = make_mlp(hidden, ffn, seed)
-    gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(batch, seq, hidden, generator=gen).to(device).requires_grad_()
-    tp = TensorParallelMLP(full, rank, world_size).to(device)
+    x, tp = tp_mlp_inputs(rank, world_size, batch, seq, hidden, ffn, seed)
     with count_collectives() as counter:
         out = tp(x)
         (out.pow(2).sum() / 2).backward()
