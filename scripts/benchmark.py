@@ -129,11 +129,11 @@ WIDGETS = {
     "Lab 09 ZeRO memory": "cl.ui.zero_memory_explorer()",
     "Lab 10 tensor-parallel cost": "cl.ui.tensor_parallel.tp_cost_widget()",
     "Lab 11 pipeline schedule": "cl.ui.pipeline.pipeline_schedule_widget()",
-    "Lab 12 planner": "cl.ui.planner_widget()",
-    "Lab 13 stragglers": "cl.ui.straggler_explorer()",
-    "Lab 14 goodput": "cl.ui.checkpointing.goodput_widget()",
-    "Lab 15 economics": "cl.ui.economics_explorer()",
-    "Lab 16 decision helper": "cl.ui.decision_helper()",
+    "Lab 15 planner": "cl.ui.planner_widget()",
+    "Lab 16 stragglers": "cl.ui.straggler_explorer()",
+    "Lab 17 goodput": "cl.ui.checkpointing.goodput_widget()",
+    "Lab 20 economics": "cl.ui.economics_explorer()",
+    "Lab 21 decision helper": "cl.ui.decision_helper()",
 }
 WIDGET_BUDGET_MS = 200.0
 

@@ -12,7 +12,7 @@ press to the redrawn chart, is measured 20 times. The server, its kernels and
 every rank they started are stopped at the end, and the test fails if any
 process is left.
 
-``CLUSTERLAB_JUPYTERLAB_LABS="02_clocks 12_planner"`` (or ``all``) picks the labs.
+``CLUSTERLAB_JUPYTERLAB_LABS="02_clocks 15_planner"`` (or ``all``) picks the labs.
 Needs Debian's ``chromium`` (or ``CHROMIUM_PATH``): without a browser the test
 skips and says how to install one, except under CI, where it fails.
 """
@@ -32,8 +32,8 @@ from jupyterlab_helpers import BROWSER_ARGS, INSTALL_HINT, JupyterLab, Notebook
 pytestmark = pytest.mark.site
 
 #: Short labs whose widgets cover sliders, dropdowns, toggle and radio buttons.
-DEFAULT_LABS = ("15_economics", "13_stragglers", "16_decide")
-TIMED_LAB = "15_economics"
+DEFAULT_LABS = ("20_economics", "16_stragglers", "21_decide")
+TIMED_LAB = "20_economics"
 TIMED_UPDATES = 20
 CHART_LIMIT_BYTES = 50_000
 RUN_TIMEOUT_S = 300
