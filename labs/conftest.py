@@ -27,6 +27,7 @@ BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
 
 _failed: set[str] = set()
 _started: dict[str, float] = {}
+_seconds: dict[str, float] = {}
 
 
 #: Messages a widget's ``Output`` captures while it is active.
@@ -132,9 +133,19 @@ def pytest_runtest_teardown(item, nextitem):
     from jupyter_cache.base import CacheBundleIn
 
     seconds = time.perf_counter() - _started.get(lab.nodeid, time.perf_counter())
+    _seconds[lab.path.stem] = seconds
     nb = nbformat.from_dict(lab.nb)
     get_cache(_cache_dir(lab.config)).cache_notebook_bundle(
         CacheBundleIn(nb, str(lab.path), data={"execution_seconds": seconds}),
         check_validity=False,
         overwrite=True,
     )
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Each lab's run time, all cells together (the budget is 60 s a lab)."""
+    if not _seconds:
+        return
+    terminalreporter.section("lab run times (all cells, s)")
+    for name, seconds in sorted(_seconds.items()):
+        terminalreporter.write_line(f"{name:<28} {seconds:6.1f}")
