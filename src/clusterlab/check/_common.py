@@ -243,3 +243,28 @@ def retry_while_busy(measure, judge, *, what: str, hint: str, tries: int = 3):
         f"{load_note()}). A busy machine slows a try, but rarely every one in "
         f"the same direction: {hint}"
     )
+
+
+def ratio_judge(measured: str, model: str, bounds):
+    """A ``judge`` for :func:`retry_while_busy`: measured / predicted within bounds.
+
+    Args:
+        measured: what was timed, e.g. "measured" (leads the sentence).
+        model: the model's name, e.g. "ring model".
+        bounds: ``(low, high)`` allowed for ``result["ratio"]``.
+
+    Returns:
+        ``judge(result) -> (ok, text)`` for results with ``measured_s``,
+        ``predicted_s`` and ``ratio``.
+    """
+    low, high = bounds
+
+    def judge(r):
+        text = (
+            f"{measured} {r['measured_s'] * 1e3:.2f} ms, {model} "
+            f"{r['predicted_s'] * 1e3:.2f} ms, ratio {r['ratio']:.2f} "
+            f"(allowed {low:g}-{high:g})"
+        )
+        return low < r["ratio"] < high, text
+
+    return judge

@@ -22,7 +22,7 @@ Half of the busy runs missed one bound on a first try; none missed twice.
 
 from __future__ import annotations
 
-from ._common import retry_while_busy
+from ._common import ratio_judge, retry_while_busy
 
 __all__ = ["holdout_fit", "plain_loop_agreement", "ring_floor"]
 
@@ -87,7 +87,6 @@ def ring_floor(
     from ..perf.best_of import bench_best_of
 
     predict = predict or _ring
-    low, high = bounds
     state = {"try": 0}
 
     def measure():
@@ -103,17 +102,9 @@ def ring_floor(
             measured_s=float(m), predicted_s=p, ratio=m / p, alpha_s=a, beta_Bps=b
         )
 
-    def judge(r):
-        text = (
-            f"measured {r['measured_s'] * 1e3:.2f} ms, ring model "
-            f"{r['predicted_s'] * 1e3:.2f} ms, ratio {r['ratio']:.2f} "
-            f"(allowed {low:g}-{high:g})"
-        )
-        return low < r["ratio"] < high, text
-
     result, _, attempts = retry_while_busy(
         measure,
-        judge,
+        ratio_judge("measured", "ring model", bounds),
         what=f"ring model of a {nbytes:,}-byte all-reduce",
         hint="a ratio far above the bound means the model's bandwidth is too high "
         "(or the benchmark is slow); far below, the model counts too much",

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from ..dist.data_parallel import dp_mlp, one_thread_per_rank
-from ._common import launch_answer, not_attempted, passed, retry_while_busy
+from ._common import launch_answer, not_attempted, passed, ratio_judge, retry_while_busy
 
 __all__ = ["average_gradients", "comm_prediction", "fsdp_bytes_per_rank", "step_parts"]
 
@@ -239,7 +239,6 @@ def comm_prediction(
     from ..dist.launcher import launch
 
     predict = predict or _allreduce
-    low, high = bounds
     kwargs = dict(steps=6, modes=("hand",), **(train_kwargs or {}))
     state = {"try": 0}
 
@@ -255,17 +254,9 @@ def comm_prediction(
             measured_s=measured, predicted_s=predicted, ratio=measured / predicted
         )
 
-    def judge(r):
-        text = (
-            f"fastest step's all-reduces {r['measured_s'] * 1e3:.2f} ms, model "
-            f"{r['predicted_s'] * 1e3:.2f} ms, ratio {r['ratio']:.2f} "
-            f"(allowed {low:g}-{high:g})"
-        )
-        return low < r["ratio"] < high, text
-
     result, _, attempts = retry_while_busy(
         measure,
-        judge,
+        ratio_judge("fastest step's all-reduces", "model", bounds),
         what="alpha-beta model of the per-tensor all-reduces",
         hint="far above the bound, the model leaves out a cost paid per "
         "all-reduce (alpha); far below, it counts one that is not paid",
