@@ -59,6 +59,8 @@ WIDGETS = {
     "goodput_widget": "cl.ui.checkpointing.goodput_widget()",
     "economics_explorer": "cl.ui.economics_explorer()",
     "decision_helper": "cl.ui.decision_helper()",
+    "ep_alltoall_widget": "cl.ui.experts.ep_alltoall_widget()",
+    "slow_rank_explorer": "cl.ui.debugging.slow_rank_explorer()",
 }
 
 # Made-up widgets that the probe must find at fault.

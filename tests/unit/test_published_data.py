@@ -32,6 +32,30 @@ TABLES = {
     "economics_assumptions": ["item", "what", "value", "unit", "conditions"],
     "cluster_capex_published": ["n_nodes", "n_gpus", "switches", "total_usd"],
     "cpu_core": ["item", "peak_flops", "bandwidth_Bps", "conditions"],
+    "moe_configs": [
+        "model",
+        "n_layers",
+        "hidden",
+        "n_experts",
+        "top_k",
+        "n_shared_experts",
+        "expert_ffn_hidden",
+        "params_total",
+        "params_active",
+    ],
+    "parallel_layouts_published": [
+        "layout",
+        "model",
+        "gpu",
+        "n_gpus",
+        "gpus_per_node",
+        "tp",
+        "pp",
+        "dp",
+        "cp",
+        "ep",
+        "zero_stage",
+    ],
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
@@ -40,6 +64,14 @@ UNIT_NAMES = {"usd", "W", "pue", "value"}
 COUNTS = {"n_gpus", "n_nodes", "gpus_per_node"}
 COUNTS |= {"interruptions", "planned_interruptions", "unexpected_interruptions"}
 COUNTS |= {"switch_layers", "switches"}
+COUNTS |= {"n_layers", "n_moe_layers", "hidden", "n_experts", "top_k"}
+COUNTS |= {"n_shared_experts", "expert_ffn_hidden", "params_total", "params_active"}
+COUNTS |= {"max_nodes_per_token", "training_ep"}
+COUNTS |= {"tp", "pp", "dp", "cp", "ep", "zero_stage", "micro_batch", "global_batch"}
+COUNTS |= {"seq_len", "n_heads", "vocab"}
+UNIT_NAMES |= {"gpu_hours_per_trillion_tokens"}  # its name is its unit
+#: Counts that may be zero (a model with no shared expert).
+ZERO_ALLOWED = {"n_shared_experts"}
 
 
 def test_every_table_of_data_is_checked_here_and_described_in_its_readme():
@@ -75,7 +107,8 @@ def test_numbers_carry_units_and_are_positive(name):
         unit = col in COUNTS or col in UNIT_NAMES or col.endswith(UNIT_SUFFIXES)
         assert unit, f"{name}.{col}: unit in name?"
         values = df[col].dropna()
-        assert (values > 0).all(), f"{name}.{col} has a value <= 0"
+        floor_ok = (values >= 0) if col in ZERO_ALLOWED else (values > 0)
+        assert floor_ok.all(), f"{name}.{col} has a value <= 0"
 
 
 def test_every_source_key_is_cited_or_listed_for_the_bibliography():

@@ -1,8 +1,8 @@
-"""Reference solution: bytes of model state per parameter under ZeRO."""
+"""Reference solutions: bytes of model state per parameter and per GPU, with ZeRO."""
 
 from __future__ import annotations
 
-__all__ = ["zero_bytes_per_param"]
+__all__ = ["state_bytes_per_gpu", "zero_bytes_per_param"]
 
 
 def zero_bytes_per_param(zero_stage: int, dp: int) -> float:
@@ -20,3 +20,24 @@ def zero_bytes_per_param(zero_stage: int, dp: int) -> float:
     if zero_stage >= 3:
         weights /= dp
     return weights + grads + optimizer
+
+
+def state_bytes_per_gpu(
+    dense_params: float,
+    expert_params: float,
+    *,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: int,
+    zero_stage: int,
+) -> float:
+    """Bytes of model state one GPU keeps in a 5-D layout (mixed-precision Adam).
+
+    The dense part is split by ``tp * pp`` and sharded by ZeRO over ``dp``; the
+    routed experts are split by ``pp * ep`` and sharded over ``dp // ep``, the
+    replicas that hold the same experts.
+    """
+    dense = dense_params / (tp * pp) * zero_bytes_per_param(zero_stage, dp)
+    experts = expert_params / (pp * ep) * zero_bytes_per_param(zero_stage, dp // ep)
+    return dense + experts

@@ -1,7 +1,8 @@
 """Charts of parallelism plans: memory per GPU against estimated MFU.
 
 Each point is one (TP, PP, DP, ZeRO, recomputation, SP) plan from
-``cl.models.planner.plan``; a horizontal line marks the usable GPU memory.
+``cl.models.planner.plan``, or a 5-D plan (CP, EP and precision too) from
+``cl.models.planner5d.plan5d``; a horizontal line marks the usable GPU memory.
 Points below the line fit; points further right would run faster.
 """
 
@@ -29,7 +30,7 @@ def planner_sweep(
     """A plan table trimmed for charts: GB columns, a plan label, speed known.
 
     Args:
-        plans: output of ``cl.models.planner.plan``.
+        plans: output of ``cl.models.planner.plan`` or ``planner5d.plan5d``.
         label: optional value for a ``model`` column (to stack several sweeps).
         thin: keep only the plans :func:`_thin` keeps (for a small chart).
 
@@ -41,9 +42,15 @@ def planner_sweep(
     df["memory_GB"] = df["memory_bytes"] / GB
     df["activations_GB"] = df["activations_bytes"] / GB
     sp = df["sequence_parallel"].map({True: "+SP", False: ""})
-    df["plan"] = (
-        "TP" + df.tp.astype(str) + " PP" + df.pp.astype(str) + " DP" + df.dp.astype(str)
-    ) + (" ZeRO-" + df.zero_stage.astype(str) + " " + df.recompute + sp)
+    layout = "TP" + df.tp.astype(str)
+    for name in ("cp", "pp", "dp", "ep"):  # CP and EP only where they are used
+        if name in ("pp", "dp") or (name in df and (df[name] > 1).any()):
+            layout = layout + f" {name.upper()}" + df[name].astype(str)
+    df["plan"] = layout + (
+        " ZeRO-" + df.zero_stage.astype(str) + " " + df.recompute + sp
+    )
+    if "precision" in df and (df["precision"] != "bf16").any():
+        df["plan"] = df["plan"] + " " + df["precision"]
     df = df[_KEEP].round({"memory_GB": 2, "activations_GB": 2, "mfu": 4})
     df = df.round({"bubble": 4, "tokens_per_s": 0})
     if thin:
