@@ -60,6 +60,7 @@ WIDGETS = {
     "economics_explorer": "cl.ui.economics_explorer()",
     "decision_helper": "cl.ui.decision_helper()",
     "ep_alltoall_widget": "cl.ui.experts.ep_alltoall_widget()",
+    "cp_time_widget": "cl.ui.long_context.cp_time_widget()",
     "slow_rank_explorer": "cl.ui.debugging.slow_rank_explorer()",
 }
 
