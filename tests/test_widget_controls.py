@@ -61,6 +61,7 @@ WIDGETS = {
     "decision_helper": "cl.ui.decision_helper()",
     "ep_alltoall_widget": "cl.ui.experts.ep_alltoall_widget()",
     "cp_time_widget": "cl.ui.long_context.cp_time_widget()",
+    "scheduler_explorer": "cl.ui.control_plane.scheduler_explorer()",
     "slow_rank_explorer": "cl.ui.debugging.slow_rank_explorer()",
 }
 
