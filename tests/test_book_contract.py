@@ -130,3 +130,37 @@ def test_every_claim_has_a_verdict_a_section_and_a_check(claim):
     assert "not yet" not in verdict.lower(), f"{claim} is not decided yet"
     assert "{doc}" in where or "{ref}" in where, f"{claim}: no link to its section"
     assert "{doc}" in check or "{ref}" in check, f"{claim}: no link to what checks it"
+
+
+def lab_numbers_in_toc_order(toc) -> list[int]:
+    """The number of each lab, in the order the table of contents lists them."""
+    return [
+        int(f.split("/")[1][:2])
+        for f in _toc_files(toc)
+        if f.startswith("labs/") and f.split("/")[1][:2].isdigit()
+    ]
+
+
+def numbering_problems(numbers: list[int]) -> list[str]:
+    """Where lab numbers do not run 1, 2, 3, ... in table-of-contents order."""
+    return [
+        f"position {i}: Lab {n:02d} where Lab {i:02d} belongs"
+        for i, n in enumerate(numbers, start=1)
+        if n != i
+    ]
+
+
+def test_lab_numbers_run_consecutively_in_table_of_contents_order():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbers = lab_numbers_in_toc_order(toc)
+    assert numbers, "the table of contents lists no lab"
+    assert numbering_problems(numbers) == []
+
+
+def test_the_numbering_check_fails_when_a_lab_is_out_of_order_or_missing():
+    assert numbering_problems([1, 2, 4, 3]) == [
+        "position 3: Lab 04 where Lab 03 belongs",
+        "position 4: Lab 03 where Lab 04 belongs",
+    ]
+    assert numbering_problems([1, 2, 4]) == ["position 3: Lab 04 where Lab 03 belongs"]
+    assert numbering_problems([1, 2, 3]) == []

@@ -62,6 +62,9 @@ WIDGETS = {
     "ep_alltoall_widget": "cl.ui.experts.ep_alltoall_widget()",
     "cp_time_widget": "cl.ui.long_context.cp_time_widget()",
     "scheduler_explorer": "cl.ui.control_plane.scheduler_explorer()",
+    "loss_scale_widget": (
+        "cl.ui.precision.loss_scale_widget(cl.perf.precision.loss_gradient())"
+    ),
     "slow_rank_explorer": "cl.ui.debugging.slow_rank_explorer()",
 }
 
