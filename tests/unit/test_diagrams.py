@@ -1,0 +1,238 @@
+"""The diagrams: each names the boxes and links it should, and its labels read
+the data rows and models they state (a changed row changes the label)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import clusterlab as cl
+from clusterlab.viz.diagrams import (
+    _base,
+    at_scale,
+    collectives,
+    data_parallel,
+    experts,
+    hardware,
+    machines,
+    model_parallel,
+    paradigm,
+    precision,
+)
+from clusterlab.viz.theme import lean_spec
+
+rate = _base.rate_label
+
+
+def _spec_bytes(chart) -> int:
+    return len(json.dumps(lean_spec(chart.to_dict(validate=False))))
+
+
+def test_sxm_node_names_its_parts_and_reads_its_rates():
+    nodes, links = hardware.node_spec("sxm")
+    ids = set(nodes["id"])
+    assert {f"gpu{i}" for i in range(8)} <= ids and "nvswitch" in ids
+    assert {f"nic{i}" for i in range(8)} <= ids and {"cpu0", "cpu1"} <= ids
+    nvlinks = links[links["kind"] == "NVLink"]
+    assert sorted(nvlinks["src"]) == sorted(f"gpu{i}" for i in range(8))
+    nv = cl.published.value("gpu_specs", "nvlink_per_direction_Bps", part="H100 SXM5")
+    pcie = cl.published.value(
+        "interconnect_rates", "per_direction_Bps", link="PCIe 5.0 x16"
+    )
+    labels = set(links["label"]) - {""}
+    assert labels == {rate(nv), rate(pcie), rate(hardware._rate(hardware.NDR))}
+    hbm = cl.published.value("gpu_specs", "hbm_bytes", part="H100 SXM5")
+    assert nodes.set_index("id").loc["gpu0", "label"].endswith(_base.size_label(hbm))
+
+
+def test_pcie_node_has_bridges_in_pairs_and_no_nvswitch():
+    nodes, links = hardware.node_spec("pcie")
+    assert "nvswitch" not in set(nodes["id"])
+    pairs = links[links["kind"] == "NVLink"][["src", "dst"]].values.tolist()
+    assert pairs == [[f"gpu{i}", f"gpu{i + 1}"] for i in range(0, 8, 2)]
+
+
+def test_a_node_label_fails_when_the_data_row_changes(monkeypatch):
+    real = cl.published.value
+
+    def doubled(table, column, **match):
+        v = real(table, column, **match)
+        return 2 * v if column == "nvlink_per_direction_Bps" else v
+
+    nv = cl.published.value("gpu_specs", "nvlink_per_direction_Bps", part="H100 SXM5")
+    monkeypatch.setattr(cl.published, "value", doubled)
+    _, links = hardware.node_spec("sxm")
+    assert rate(nv) not in set(links["label"])
+
+
+def test_cluster_oversubscription_and_rails():
+    nodes, links = hardware.cluster_spec(n_nodes=4, rails=4, spines=2)
+    assert hardware.oversubscription(4, 2) == 2.0
+    leaves = nodes[nodes["kind"] == "leaf"]
+    assert len(leaves) == 4 and leaves["label"].str.endswith("2:1").all()
+    rail = links[links["dst"] == "leaf1"]
+    assert sorted(rail["src"]) == [f"n{k}r1" for k in range(4)]
+
+
+def test_ring_allreduce_ends_with_every_chunk_summed_everywhere():
+    states = collectives.ring_chunks(4)
+    assert len(states) == 7
+    after_rs = states[3]
+    for r in range(4):
+        assert after_rs[r][(r + 1) % 4] == {0, 1, 2, 3}
+    assert all(c == {0, 1, 2, 3} for row in states[-1] for c in row)
+    nodes, links, n_steps = collectives.ring_allreduce_spec(4)
+    cells = nodes["id"].str.fullmatch(r"s\d+r\d+c\d+")
+    last = nodes[(nodes["t0"] == n_steps - 1) & cells]
+    assert set(last["label"]) == {"a+b+c+d"} and len(last) == 16
+    # four sends a step; the one from GPU 3 to GPU 0 is drawn as two arrows
+    assert len(links[links["t0"] == 1]) == 5
+
+
+@pytest.mark.parametrize(
+    "spec", [collectives.tree_allreduce_spec, collectives.nvls_allreduce_spec]
+)
+def test_tree_and_nvls_end_with_the_whole_sum(spec):
+    nodes, _, n_steps = spec()
+    last = nodes[(nodes["t0"] == n_steps - 1) & nodes["label"].str.startswith("GPU")]
+    assert last["label"].str.endswith("a+b+c+d").all() and len(last) == 4
+
+
+def test_space_time_stamps_are_the_simulated_clocks():
+    ev = cl.sim.logical_clocks.simulate_messages(cl.sim.logical_clocks.LogicalParams())
+    for stamps, col in (("lamport", "lamport"), ("vector", "vector")):
+        nodes, links, _ = paradigm.space_time_spec(ev, stamps)
+        events = nodes[nodes["id"].str.fullmatch(r"e\d+")]
+        want = ev.sort_values("true_s")[col].map(
+            lambda v: "".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        )
+        assert events["label"].tolist() == want.tolist()
+    assert len(links) == (ev["kind"] == "recv").sum()
+
+
+def test_failure_detector_shows_a_false_suspicion_and_the_crash():
+    nodes, links, _ = paradigm.failure_detector_spec()
+    kinds = set(nodes["kind"])
+    assert {"false suspicion", "suspected", "crash", "heartbeat"} <= kinds
+
+
+def test_zero_widths_are_the_memory_model():
+    nodes = data_parallel.zero_spec(4)
+    for stage in range(4):
+        held = nodes[nodes["id"].str.match(rf"z{stage}r0")]["bytes_per_param"].sum()
+        assert held == cl.models.memory.model_state_bytes_per_param(stage, 4)
+
+
+def test_bucket_bars_agree_with_the_ddp_model():
+    bars = data_parallel.bucket_bars(4)
+    alpha_s, bw = data_parallel._ndr()
+    want = cl.models.data_parallel.bucket_overlap_time(0.1, 1e9, 8, alpha_s, bw, 4)
+    assert bars["end"].max() == pytest.approx(want["done_s"] * 1e3)
+
+
+def test_pipeline_lanes_are_the_simulated_schedule():
+    bars = model_parallel.pipeline_bars(4, 8, "1f1b")
+    sim = cl.models.pipeline.simulate_schedule(4, 8, "1f1b")
+    assert len(bars) == len(sim) and bars["end"].max() == sim["end"].max()
+
+
+def test_layout_puts_tensor_ranks_on_one_node():
+    nodes = model_parallel.layout_spec(tp=4, pp=2, dp=2)
+    gpus = nodes[nodes["tp_rank"] >= 0]
+    assert len(gpus) == 16
+    node_of = gpus["id"].str.removeprefix("gpu").astype(int) // 8
+    assert (
+        gpus.assign(n=node_of).groupby(["pp_rank", "dp_rank"])["n"].nunique().max() == 1
+    )
+
+
+def test_straggler_barrier_is_the_slowest_worker():
+    bars = at_scale.straggler_bars(8)
+    compute = bars[bars["kind"] == "compute"]
+    assert bars["end"].max() == compute["end"].max()
+    assert compute["end"].idxmax() == compute.index[-1]
+
+
+def test_checkpoint_timeline_has_lost_work():
+    bars = at_scale.checkpoint_bars()
+    assert {"work", "checkpoint", "lost work", "restart"} <= set(bars["kind"])
+
+
+def test_moe_and_ring_attention_specs():
+    nodes, links, n = experts.moe_routing_spec()
+    dispatch = links[links["kind"] == "dispatch"]
+    assert dispatch["dst"].tolist() == [f"e{e}" for e in experts.DEFAULT_ROUTES]
+    nodes, links, n = experts.ring_attention_spec(4)
+    step1 = nodes[(nodes["t0"] == 1) & nodes["id"].str.startswith("s")]
+    assert step1["label"].tolist() == ["K3,V3", "K0,V0", "K1,V1", "K2,V2"]
+
+
+def test_a_link_to_a_missing_node_is_refused():
+    nodes = pd.DataFrame([dict(id="a", x=0, y=0, w=1, h=1, label="", kind="k")])
+    links = pd.DataFrame([dict(src="a", dst="b", label="", kind="k")])
+    with pytest.raises(ValueError, match="b"):
+        _base.box_diagram(nodes, links, title="t")
+    with pytest.raises(ValueError, match="lacks"):
+        _base.box_diagram(nodes.drop(columns="kind"), title="t")
+
+
+BUILDERS = {
+    "node_pair": hardware.node_pair_diagram,
+    "cluster": hardware.cluster_diagram,
+    "ring": collectives.ring_allreduce_diagram,
+    "tree": collectives.tree_allreduce_diagram,
+    "nvls": collectives.nvls_allreduce_diagram,
+    "space_time": lambda: paradigm.space_time_diagram(crash_process=2),
+    "detector": paradigm.failure_detector_diagram,
+    "buckets": data_parallel.bucket_overlap_diagram,
+    "zero": data_parallel.zero_stages_diagram,
+    "fsdp": data_parallel.fsdp_cycle_diagram,
+    "tp": model_parallel.tensor_parallel_diagram,
+    "sp": lambda: model_parallel.tensor_parallel_diagram(True),
+    "pipeline": model_parallel.pipeline_schedules_diagram,
+    "layout": model_parallel.layout_diagram,
+    "straggler": at_scale.straggler_diagram,
+    "checkpoints": at_scale.checkpoint_timeline_diagram,
+    "decision": at_scale.decision_diagram,
+    "moe": experts.moe_routing_diagram,
+    "ring_attention": experts.ring_attention_diagram,
+    "compute_memory": machines.compute_memory_diagram,
+    "capex": machines.capex_diagram,
+    "format_bits": precision.format_bits_diagram,
+}
+STEPPED = {"ring", "tree", "nvls", "space_time", "detector", "moe", "ring_attention"}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_diagram_is_small_and_steppable_ones_have_a_slider(name):
+    chart = BUILDERS[name]()
+    spec = chart.to_dict(validate=False)
+    assert _spec_bytes(chart) < 40_000
+    params = json.dumps(spec.get("params", []))
+    assert ('"input": "range"' in params) == (name in STEPPED)
+
+
+def test_compute_memory_labels_are_the_data_rows():
+    nodes, links = machines.compute_memory_spec("H100 SXM5")
+    gpu = cl.published.row("gpu_specs", part="H100 SXM5")
+    ridge = nodes.set_index("id").loc["gpu_ridge", "label"]
+    assert f"{gpu['bf16_dense_flops'] / gpu['hbm_bandwidth_Bps']:.0f} FLOP" in ridge
+    assert rate(gpu["hbm_bandwidth_Bps"]) in set(links["label"])
+
+
+def test_capex_boxes_add_up_to_the_published_total():
+    nodes = machines.capex_spec(512)
+    row = cl.published.row("cluster_capex_published", n_gpus=512)
+    assert nodes["usd"].sum() == pytest.approx(row["total_usd"], rel=1e-6)
+    assert nodes["share"].sum() == pytest.approx(1.0)
+
+
+def test_a_layout_with_context_parallelism_keeps_tp_inside_a_node():
+    nodes = model_parallel.layout_spec(tp=2, pp=2, dp=2, cp=2)
+    gpus = nodes[nodes["tp_rank"] >= 0]
+    assert len(gpus) == 16 and set(gpus["cp_rank"]) == {0, 1}
+    assert gpus["label"].str.contains("c1").any()
+    with pytest.raises(ValueError, match="multiple"):
+        model_parallel.layout_spec(tp=3, pp=1, dp=1)
