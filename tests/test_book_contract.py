@@ -164,3 +164,51 @@ def test_the_numbering_check_fails_when_a_lab_is_out_of_order_or_missing():
     ]
     assert numbering_problems([1, 2, 4]) == ["position 3: Lab 04 where Lab 03 belongs"]
     assert numbering_problems([1, 2, 3]) == []
+
+
+def diagram_before_formula_problem(text: str) -> str | None:
+    """Why a chapter's first diagram does not come before its first formula, or None.
+
+    A diagram is a code cell that calls ``cl.viz.diagrams``; a formula is ``$`` in
+    the Markdown outside code (fenced blocks and inline code are skipped).
+    """
+    in_fence, first_diagram, first_formula = None, None, None
+    for i, line in enumerate(text.splitlines()):
+        fence = re.match(r"^(`{3,}|~{3,})", line)
+        if fence:
+            mark = fence.group(1)
+            in_fence = (
+                None if in_fence and mark.startswith(in_fence) else in_fence or mark
+            )
+            continue
+        if in_fence:
+            if "cl.viz.diagrams." in line and first_diagram is None:
+                first_diagram = i
+            continue
+        if "$" in re.sub(r"`[^`]*`", "", line) and first_formula is None:
+            first_formula = i
+    if first_diagram is None:
+        return "no diagram"
+    if first_formula is not None and first_formula < first_diagram:
+        return f"a formula on line {first_formula + 1} before the first diagram"
+    return None
+
+
+CHAPTERS = [
+    f
+    for f in _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    if f.startswith("book/") and "/appendix/" not in f
+]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_a_diagram_before_its_first_formula(chapter):
+    text = (ROOT / f"{chapter}.md").read_text(encoding="utf-8")
+    assert diagram_before_formula_problem(text) is None
+
+
+def test_the_diagram_check_fails_when_a_formula_comes_first_or_no_diagram():
+    cell = "```{code-cell} ipython3\ncl.viz.diagrams.x.y()\n```\n"
+    assert diagram_before_formula_problem("Text $a+b$.\n" + cell)
+    assert diagram_before_formula_problem("Text, no picture.\n") == "no diagram"
+    assert diagram_before_formula_problem("`$HOME` is code.\n" + cell + "$x$\n") is None
