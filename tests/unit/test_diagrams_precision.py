@@ -3,25 +3,33 @@
 import math
 
 import pytest
-import torch
 
+import clusterlab as cl
 from clusterlab.viz.diagrams import precision
 
+TABLE = cl.models.precision.format_table()
 
-@pytest.mark.parametrize("name,dtype", precision.FORMATS)
-def test_the_fields_add_up_to_the_format_and_its_step(name, dtype):
-    nodes, _ = precision.format_bits_spec()
-    fields = nodes.set_index("id")
+
+@pytest.mark.parametrize("row", TABLE.to_dict("records"), ids=lambda r: r["format"])
+def test_the_fields_add_up_to_the_format_and_its_step(row):
+    fields = precision.format_bits_spec().set_index("id")
+    name = row["format"]
     bits = [fields.loc[f"{name}_{p}", "bits"] for p in ("sign", "exponent", "mantissa")]
-    info = torch.finfo(dtype)
-    assert sum(bits) == info.bits
-    assert 2.0 ** -bits[2] == info.eps
-    assert f"eps 2^{round(math.log2(info.eps))}" in fields.loc[f"{name}_range", "label"]
+    assert sum(bits) == row["bits"]
+    assert 2.0 ** -bits[2] == row["epsilon"]
+    label = fields.loc[f"{name}_range", "label"]
+    assert f"eps 2^{round(math.log2(row['epsilon']))}" in label
 
 
 def test_the_layouts_are_the_published_ones():
-    got = {n: precision.format_bits(d) for n, d in precision.FORMATS}
+    got = TABLE.set_index("format")[["exponent_bits", "mantissa_bits"]]
     expect = {"fp32": (8, 23), "bf16": (8, 7), "fp16": (5, 10)}
-    expect |= {"FP8 e4m3": (4, 3), "FP8 e5m2": (5, 2)}
-    assert {n: (g["exponent"], g["mantissa"]) for n, g in got.items()} == expect
-    assert got["FP8 e4m3"]["max"] == 448.0
+    expect |= {"fp8_e4m3": (4, 3), "fp8_e5m2": (5, 2)}
+    assert {k: tuple(v) for k, v in got.iterrows()} == expect
+
+
+def test_a_miscounted_table_draws_a_field_of_the_wrong_width():
+    wrong = TABLE.assign(mantissa_bits=TABLE["mantissa_bits"] + 1)
+    fields = precision.format_bits_spec(wrong).set_index("id")
+    assert fields.loc["bf16_mantissa", "bits"] == 8
+    assert fields.loc["bf16_mantissa", "label"] == "mantissa 8"

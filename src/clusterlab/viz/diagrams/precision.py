@@ -1,9 +1,9 @@
 """The bits of each floating-point format training uses, to scale.
 
-``format_bits_spec`` draws fp32, bf16, fp16 and the two FP8 formats as rows of
-boxes (sign, exponent, mantissa), one unit of width per bit. The bit counts,
-the largest value and the epsilon are read from ``torch.finfo``, not typed:
-the mantissa has ``-log2(eps)`` bits and the exponent the rest but the sign.
+``format_bits_spec`` draws the rows of ``cl.models.precision.format_table()``
+(fp32, bf16, fp16 and the two FP8 formats, read from ``torch.finfo``) as rows
+of boxes, sign, exponent and mantissa, one unit of width per bit, with each
+format's largest value and epsilon beside it.
 """
 
 from __future__ import annotations
@@ -12,89 +12,72 @@ import math
 
 import altair as alt
 import pandas as pd
-import torch
 
+from .._checks import check_columns
 from ._base import box_diagram, frame
 
-__all__ = ["FORMATS", "format_bits", "format_bits_diagram", "format_bits_spec"]
+__all__ = ["format_bits_diagram", "format_bits_spec"]
 
-#: The formats drawn, top to bottom, with the names the book uses.
-FORMATS = (
-    ("fp32", torch.float32),
-    ("bf16", torch.bfloat16),
-    ("fp16", torch.float16),
-    ("FP8 e4m3", torch.float8_e4m3fn),
-    ("FP8 e5m2", torch.float8_e5m2),
-)
+TABLE_COLUMNS = ("format", "bits", "exponent_bits", "mantissa_bits", "max_value")
+NAMES = {"fp8_e4m3": "FP8 e4m3", "fp8_e5m2": "FP8 e5m2"}
 
 
-def format_bits(dtype: torch.dtype) -> dict:
-    """Sign, exponent and mantissa bits, largest value and epsilon of ``dtype``."""
-    info = torch.finfo(dtype)
-    mantissa = round(-math.log2(info.eps))
-    return dict(
-        bits=info.bits,
-        sign=1,
-        exponent=info.bits - 1 - mantissa,
-        mantissa=mantissa,
-        max=float(info.max),
-        eps=float(info.eps),
-    )
-
-
-def format_bits_spec() -> tuple[pd.DataFrame, None]:
+def format_bits_spec(table: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row of boxes per format; widths in bits.
 
+    Args:
+        table: ``cl.models.precision.format_table()`` (the default), or rows
+            with the same columns.
+
     Returns:
-        ``(nodes, None)``: no links. Each field box also carries ``bits``.
+        ``nodes``; each field box also carries ``bits``.
     """
+    if table is None:
+        from ...models.precision import format_table
+
+        table = format_table()
+    check_columns(table, (*TABLE_COLUMNS, "epsilon"), "table")
     nodes = []
-    for row, (name, dtype) in enumerate(FORMATS):
-        f = format_bits(dtype)
-        y, x = row * 7, 0
+    for row, f in enumerate(table.itertuples(index=False)):
+        name, y, x = NAMES.get(f.format, f.format), row * 7, 0
         nodes.append(
-            dict(id=f"{name}_name", x=-9, y=y, w=8, h=5, kind="label", label=name)
+            dict(id=f"{f.format}_name", x=-9, y=y, w=8, h=5, kind="label", label=name)
         )
-        for part in ("sign", "exponent", "mantissa"):
-            n = f[part]
+        fields = (
+            ("sign", 1),
+            ("exponent", f.exponent_bits),
+            ("mantissa", f.mantissa_bits),
+        )
+        for part, n in fields:
             text = "s" if part == "sign" else f"{part} {n}"
-            if n <= 4 and part != "sign":
+            if n <= 5 and part != "sign":
                 text = f"{part[0]} {n}"
-            nodes.append(
-                dict(
-                    id=f"{name}_{part}",
-                    x=x,
-                    y=y,
-                    w=n,
-                    h=5,
-                    kind=part,
-                    label=text,
-                    bits=n,
-                )
-            )
+            box = dict(id=f"{f.format}_{part}", x=x, y=y, w=n, h=5, kind=part)
+            nodes.append(dict(box, label=text, bits=int(n)))
             x += n
+        eps = f"2^{round(math.log2(f.epsilon))}"
         nodes.append(
             dict(
-                id=f"{name}_range",
+                id=f"{f.format}_range",
                 x=33,
                 y=y,
-                w=14,
+                w=12,
                 h=5,
                 kind="label",
-                label=f"max {f['max']:.3g}, eps 2^{round(math.log2(f['eps']))}",
+                label=f"max {f.max_value:.3g}, eps {eps}",
             )
         )
-    return frame(nodes, ()), None
+    return frame(nodes, ())
 
 
-def format_bits_diagram() -> alt.LayerChart:
+def format_bits_diagram(table: pd.DataFrame | None = None) -> alt.LayerChart:
     """The picture of :func:`format_bits_spec`."""
-    nodes, links = format_bits_spec()
     return box_diagram(
-        nodes,
-        links,
-        title="Five floating-point formats, one box per field, one unit per bit",
+        format_bits_spec(table),
+        None,
+        title="Floating-point formats, one box per field, one unit per bit",
         subtitle="exponent bits set the range; mantissa bits set the step (eps)",
-        size=(620, 190),
+        size=(470, 170),
+        font_size=10,
         legend=True,
     )
