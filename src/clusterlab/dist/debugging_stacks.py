@@ -183,11 +183,14 @@ def format_current_frames() -> str:
     ``sys._current_frames`` gives every thread's frame; a Python signal handler
     can print them, but only when the main thread next runs Python code, so a
     rank blocked inside a C++ collective never prints. ``faulthandler`` writes
-    from C and does not wait: that is the fallback the debugging lab uses.
+    from C and does not wait: that is the fallback the debugging lab uses. The
+    calling thread comes first, as in ``faulthandler``'s dumps.
     """
     names = {t.ident: t.name for t in threading.enumerate()}
+    me = threading.get_ident()
     lines = []
-    for ident, frame in sys._current_frames().items():
+    frames = sorted(sys._current_frames().items(), key=lambda kv: kv[0] != me)
+    for ident, frame in frames:
         lines.append(
             f"Thread {ident:#018x} ({names.get(ident, '?')}, most recent call first):"
         )
