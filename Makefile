@@ -22,8 +22,10 @@ book: $(VENV)/.installed
 	@echo "The book is built. Open this file in a browser:"
 	@echo "    $(CURDIR)/_build/html/index.html"
 
+# One pytest-xdist worker per core; the labs, the book build and the site tests
+# stay together in one worker, in that order (conftest.py).
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n logical --dist loadfile
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark.py
@@ -42,7 +44,7 @@ course: $(VENV)/.installed
 
 # ruff's lint and format checks (the paths of tests/test_lint.py), and no
 # notebook committed with outputs (the same check as the pre-commit hook).
-LINT_PATHS := src tests scripts _ext labs
+LINT_PATHS := src tests scripts _ext labs conftest.py
 lint: $(VENV)/.installed
 	$(BIN)/python -m ruff check --no-cache $(LINT_PATHS)
 	$(BIN)/python -m ruff format --check --no-cache $(LINT_PATHS)

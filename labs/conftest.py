@@ -27,7 +27,7 @@ BOOK_BUILD_ENV = "CLUSTERLAB_BOOK_BUILD"
 
 _failed: set[str] = set()
 _started: dict[str, float] = {}
-_seconds: dict[str, float] = {}
+_report_seconds: dict[str, float] = {}  # lab -> seconds, from the reports
 
 
 #: Messages a widget's ``Output`` captures while it is active.
@@ -133,7 +133,6 @@ def pytest_runtest_teardown(item, nextitem):
     from jupyter_cache.base import CacheBundleIn
 
     seconds = time.perf_counter() - _started.get(lab.nodeid, time.perf_counter())
-    _seconds[lab.path.stem] = seconds
     nb = nbformat.from_dict(lab.nb)
     get_cache(_cache_dir(lab.config)).cache_notebook_bundle(
         CacheBundleIn(nb, str(lab.path), data={"execution_seconds": seconds}),
@@ -142,10 +141,22 @@ def pytest_runtest_teardown(item, nextitem):
     )
 
 
+def pytest_runtest_logreport(report):
+    """Add up each lab's setup, call and teardown times, cell by cell.
+
+    Reports reach this hook in the process that prints the summary, also when
+    pytest-xdist runs the labs in a worker (``make test``).
+    """
+    path, _, rest = report.nodeid.partition("::")
+    if path.startswith("labs/") and path.endswith(".ipynb") and rest:
+        stem = path.removeprefix("labs/").removesuffix(".ipynb")
+        _report_seconds[stem] = _report_seconds.get(stem, 0.0) + report.duration
+
+
 def pytest_terminal_summary(terminalreporter):
     """Each lab's run time, all cells together (the budget is 60 s a lab)."""
-    if not _seconds:
+    if not _report_seconds:
         return
     terminalreporter.section("lab run times (all cells, s)")
-    for name, seconds in sorted(_seconds.items()):
+    for name, seconds in sorted(_report_seconds.items()):
         terminalreporter.write_line(f"{name:<28} {seconds:6.1f}")

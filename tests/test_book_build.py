@@ -60,22 +60,44 @@ def _tiny_book(tmp_path: Path, cell_source: str, extra_md: str = "") -> Path:
     return book
 
 
-def test_a_tiny_book_with_good_cells_builds(tmp_path):
-    book = _tiny_book(tmp_path, "print(1 + 1)")
-    result = jupyter_book(".", "-W", "-n", "--keep-going", cwd=book, timeout=300)
+#: The three tiny books: (cell, extra Markdown) for a good page, a failing cell
+#: and a broken reference. They build at once, in threads, each in its own folder.
+TINY = {
+    "good": ("print(1 + 1)", ""),
+    "failing cell": ("raise RuntimeError('this cell must fail the build')", ""),
+    "broken reference": ("print(1)", "See {doc}`no_such_page`."),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_builds(tmp_path_factory):
+    from concurrent.futures import ThreadPoolExecutor
+
+    books = [
+        _tiny_book(tmp_path_factory.mktemp("tiny"), cell, extra_md=extra)
+        for cell, extra in TINY.values()
+    ]
+
+    def build(book):
+        return jupyter_book(".", "-W", "-n", "--keep-going", cwd=book, timeout=300)
+
+    with ThreadPoolExecutor(len(books)) as pool:
+        return dict(zip(TINY, pool.map(build, books), strict=True))
+
+
+def test_a_tiny_book_with_good_cells_builds(tiny_builds):
+    result = tiny_builds["good"]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
-def test_a_failing_cell_fails_the_build(tmp_path):
-    book = _tiny_book(tmp_path, "raise RuntimeError('this cell must fail the build')")
-    result = jupyter_book(".", "-W", "-n", "--keep-going", cwd=book, timeout=300)
+def test_a_failing_cell_fails_the_build(tiny_builds):
+    result = tiny_builds["failing cell"]
     assert result.returncode != 0
     assert "this cell must fail the build" in result.stdout + result.stderr
 
 
-def test_a_broken_reference_fails_the_build(tmp_path):
-    book = _tiny_book(tmp_path, "print(1)", extra_md="See {doc}`no_such_page`.")
-    result = jupyter_book(".", "-W", "-n", "--keep-going", cwd=book, timeout=300)
+def test_a_broken_reference_fails_the_build(tiny_builds):
+    result = tiny_builds["broken reference"]
     assert result.returncode != 0
     assert "no_such_page" in result.stdout + result.stderr
 

@@ -5,7 +5,7 @@ import sys
 
 from book_helpers import ROOT
 
-PATHS = ["src", "tests", "scripts", "_ext", "labs"]
+PATHS = ["src", "tests", "scripts", "_ext", "labs", "conftest.py"]
 
 
 def _ruff(*args):

@@ -40,43 +40,25 @@ will measure.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-from .compute import H100_SXM, ModelShape, flops_per_token
-from .links import LINKS, as_link
-from .memory import RECOMPUTE_MODES, model_memory
-from .pipeline import bubble_fraction
-from .planner_comm import (
-    DEFAULT_INTER_NODE_LINK,
-    DEFAULT_INTRA_NODE_SYSTEM,
-    _busbw,
-    _dp_s,
-    _tp_s,
-    matmul_efficiency_of,
-)
+from .compute import H100_SXM, ModelShape
+from .memory import RECOMPUTE_MODES
+from .planner5d import plan5d, plan5d_row
+from .planner_comm import DEFAULT_INTER_NODE_LINK, DEFAULT_INTRA_NODE_SYSTEM
 from .recipes import Recipe
 
 __all__ = ["plan", "plan_row", "recipe_row"]
 
+#: Columns of the 5-D planner that a 3-D plan does not have.
+_ONLY_5D = (
+    "cp", "ep", "precision", "expert_state_bytes", "cp_comm_bytes", "cp_comm_s",
+    "ep_comm_bytes", "ep_comm_s",
+)  # fmt: skip
 
-def _extra_flops_per_token(model, s, recompute, formula):
-    """Hardware FLOPs per token beyond 6N + 12Lhs that recomputation adds.
 
-    Full recomputation reruns the forward pass (2N + 4Lhs). Recomputing the
-    scores costs QK^T again, 2Lhs, under FlashAttention (its backward always
-    does) and QK^T and the product with V, 4Lhs, under Korthikanti's
-    selective recomputation.
-    """
-    attn = model.n_layers * model.hidden * s
-    scores = 2.0 * attn if formula == "flash" else 4.0 * attn
-    extra = scores if formula == "flash" or recompute == "selective" else 0.0
-    if recompute == "full":
-        extra += 2.0 * model.n_params + 4.0 * attn
-    return extra
+def _three_d(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in _ONLY_5D}
 
 
 def plan_row(
@@ -102,6 +84,9 @@ def plan_row(
 ) -> dict:
     """Memory, bubble, communication and speed of one plan (see the module).
 
+    The 3-D plan is the 5-D one (:func:`~clusterlab.models.planner5d.plan5d_row`)
+    with no context or expert parallelism, in bf16: one computation, not two.
+
     Args:
         model: the model's shape (e.g. ``cl.models.compute.LLAMA2_70B``).
         tp, pp, dp, zero_stage, recompute, sequence_parallel: the plan.
@@ -124,69 +109,19 @@ def plan_row(
         ``memory_bytes`` the peak), ``fits``, micro-batches, bubble, bytes
         sent per GPU per step, seconds per step, ``tokens_per_s``, ``mfu``.
     """
-    s = model.seq_len if seq_len is None else check_int("seq_len", seq_len, 1)
-    b = check_int("micro_batch", micro_batch, 1)
-    batch = check_int("global_batch", global_batch, 1)
-    usable = check_float("usable_fraction", usable_fraction, 0.0, 1.0)
-    mem_cap = H100_SXM.memory_bytes if gpu_memory_bytes is None else gpu_memory_bytes
+    memory = H100_SXM.memory_bytes if gpu_memory_bytes is None else gpu_memory_bytes
     peak = H100_SXM.peak_flops if peak_flops is None else peak_flops
-    eff = matmul_efficiency_of() if matmul_efficiency is None else matmul_efficiency
-    eff = check_float("matmul_efficiency", eff, 0.0, 1.0, low_inclusive=False)
-    n_gpus = tp * pp * dp
-    m_exact = batch / (dp * b)
-    m = int(m_exact) if m_exact >= 1 and m_exact == int(m_exact) else 0
-    mem = model_memory(
-        model, seq_len=s, tp=tp, pp=pp, dp=dp, zero_stage=zero_stage,
-        micro_batch=b, sequence_parallel=sequence_parallel, recompute=recompute,
-        formula=formula, microbatches=max(m, 1),
+    row = plan5d_row(
+        model, tp=tp, pp=pp, dp=dp, cp=1, ep=1, zero_stage=zero_stage,
+        recompute=recompute, sequence_parallel=sequence_parallel,
+        global_batch=global_batch, micro_batch=micro_batch, precision="bf16",
+        seq_len=seq_len,
+        gpu_memory_bytes=memory, peak_flops=peak,
+        usable_fraction=usable_fraction, gpus_per_node=gpus_per_node,
+        intra_node_system=intra_node_system, inter_node_link=inter_node_link,
+        matmul_efficiency=matmul_efficiency, formula=formula,
     )  # fmt: skip
-    row = dict(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute)
-    row["sequence_parallel"] = sequence_parallel
-    row.update({f"{k}_bytes": v for k, v in mem.items()})
-    row["memory_bytes"] = row.pop("total_bytes")
-    row["fits"] = mem["total"] <= usable * mem_cap
-    row["batch_ok"] = m >= 1
-    row["microbatches"] = m
-    nan = float("nan")
-    if not m:  # the global batch cannot be split this way: no speed to give
-        row.update(bubble=nan, tp_comm_bytes=nan, pp_comm_bytes=nan)
-        row.update(dp_comm_bytes=nan, step_s=nan, tokens_per_s=nan, mfu=nan)
-        return row
-    bubble = bubble_fraction(pp, m)
-    layers = math.ceil(model.n_layers / pp)
-    tokens = batch * s
-    per_token = flops_per_token(model.n_params, model.n_layers, model.hidden, s)
-    hw_per_token = per_token + _extra_flops_per_token(model, s, recompute, formula)
-    compute_s = hw_per_token * tokens / n_gpus / (peak * eff)
-    net = as_link(inter_node_link)
-    # Tensor parallelism: all-reduces of one micro-batch's activations (bf16).
-    act_bytes = 2.0 * s * b * model.hidden
-    tp_count = (6 if recompute == "full" else 4) * layers * m
-    tp_sent = 0.0 if tp == 1 else tp_count * act_bytes * 2 * (tp - 1) / tp
-    one_tp_s = _tp_s(act_bytes, tp, gpus_per_node, intra_node_system, net)
-    tp_s = tp_count * one_tp_s
-    # Pipeline: activations forward, gradients back, scattered over the TP ranks.
-    pp_msg = act_bytes / tp
-    pp_sent = 0.0 if pp == 1 else 2 * m * pp_msg
-    # Inside a node NVLink's all-reduce busbw at that size stands in for p2p.
-    inside = tp * pp <= gpus_per_node
-    pp_bw = _busbw(pp_msg, intra_node_system) if inside else net.effective_Bps
-    pp_s = pp_sent / pp_bw
-    # Data parallelism: gradients (and for ZeRO-3 weights) of this GPU's slice.
-    grad_bytes = 2.0 * model.n_params / (tp * pp)
-    factor = 1.5 if zero_stage == 3 else 1.0
-    dp_sent = 0.0 if dp == 1 else factor * grad_bytes * 2 * (dp - 1) / dp
-    inside = n_gpus <= gpus_per_node
-    dp_s = factor * _dp_s(grad_bytes, dp, inside, intra_node_system, net)
-    hidden_by = compute_s * (1.0 if zero_stage == 3 else 2.0 / 3.0)
-    step_s = (compute_s + tp_s + pp_s) / (1.0 - bubble) + max(0.0, dp_s - hidden_by)
-    row.update(bubble=bubble, tp_comm_bytes=tp_sent, pp_comm_bytes=pp_sent)
-    row.update(dp_comm_bytes=dp_sent, compute_s=compute_s, tp_comm_s=tp_s)
-    row.update(tp_allreduce_bytes=act_bytes, tp_allreduce_s=one_tp_s)
-    row.update(pp_comm_s=pp_s, dp_comm_s=dp_s, step_s=step_s)
-    row["tokens_per_s"] = tokens / step_s
-    row["mfu"] = row["tokens_per_s"] * per_token / (n_gpus * peak)
-    return row
+    return _three_d(row)
 
 
 def recipe_row(recipe: Recipe, **kwargs) -> dict:
@@ -206,10 +141,6 @@ def recipe_row(recipe: Recipe, **kwargs) -> dict:
     plan.update(global_batch=recipe.global_batch, micro_batch=recipe.micro_batch)
     plan.update(gpus_per_node=recipe.gpus_per_node)
     return plan_row(recipe.model, **(plan | kwargs))
-
-
-def _divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def plan(
@@ -241,48 +172,11 @@ def plan(
         One row per plan (columns of :func:`plan_row`), feasible plans first,
         fastest first; ``feasible`` = fits in memory and splits the batch.
     """
-    n_gpus = check_int("n_gpus", n_gpus, 1)
-    check_int("global_batch", global_batch, 1)
-    max_pp = check_int("max_pp", max_pp, 1)
-    if "inter_node_link" in kwargs:  # resolve a name once, not once per row
-        kwargs["inter_node_link"] = as_link(kwargs["inter_node_link"])
-    else:
-        kwargs["inter_node_link"] = LINKS[DEFAULT_INTER_NODE_LINK]
-    if kwargs.get("matmul_efficiency") is None:
-        kwargs["matmul_efficiency"] = matmul_efficiency_of()
-    rows = []
-    for tp in tp_options:
-        tp = check_int("tp", tp, 1)
-        if n_gpus % tp or model.n_heads % tp:
-            continue
-        for pp in _divisors(n_gpus // tp):
-            if pp > min(max_pp, model.n_layers):
-                continue
-            dp = n_gpus // (tp * pp)
-            for zero in zero_stages if dp > 1 else (0,):
-                for rc in recompute_modes:
-                    for sp in (False, True) if tp > 1 else (False,):
-                        rows.append(
-                            plan_row(
-                                model,
-                                tp=tp,
-                                pp=pp,
-                                dp=dp,
-                                zero_stage=zero,
-                                recompute=rc,
-                                sequence_parallel=sp,
-                                global_batch=global_batch,
-                                micro_batch=micro_batch,
-                                **kwargs,
-                            )
-                        )
-    if not rows:
-        raise ValueError(
-            f"n_gpus={n_gpus}: no tensor-parallel degree in tp_options={tp_options} "
-            f"divides both it and the {model.n_heads} heads"
-        )
-    df = pd.DataFrame(rows)
-    df["feasible"] = df["fits"] & df["batch_ok"]
-    df["tokens_per_s"] = df["tokens_per_s"].astype(float)
-    order = np.lexsort((-df["tokens_per_s"].fillna(-1).to_numpy(), ~df["feasible"]))
-    return df.iloc[order].reset_index(drop=True)
+    kwargs.setdefault("gpu_memory_bytes", H100_SXM.memory_bytes)
+    kwargs.setdefault("peak_flops", H100_SXM.peak_flops)
+    df = plan5d(
+        model, n_gpus, global_batch=global_batch, micro_batch=micro_batch,
+        tp_options=tp_options, zero_stages=zero_stages,
+        recompute_modes=recompute_modes, max_pp=max_pp, **kwargs,
+    )  # fmt: skip
+    return df.drop(columns=[c for c in _ONLY_5D if c in df.columns])

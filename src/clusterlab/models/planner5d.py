@@ -1,8 +1,8 @@
 """Five-dimensional planner: DP x TP x PP x CP x EP, ZeRO, recomputation, precision.
 
-:func:`plan5d_row` extends :func:`~clusterlab.models.planner.plan_row` by two
-dimensions and one knob, and with ``cp = ep = 1`` in bf16 it gives the same
-numbers (a test holds it to that). The job uses ``tp * cp * pp * dp`` GPUs,
+:func:`plan5d_row` extends the 3-D plan by two dimensions and one knob; with
+``cp = ep = 1`` in bf16 it is the 3-D plan (``cl.models.planner.plan_row``
+calls it so, and drops the 5-D columns). The job uses ``tp * cp * pp * dp`` GPUs,
 placed in Megatron-LM's order: tensor-parallel ranks innermost (neighbours on
 NVLink), then context-parallel, then expert- and data-parallel, pipeline
 outermost. Each extra term is a column:
@@ -47,7 +47,6 @@ from .compute import flops_per_token
 from .links import LINKS, as_link
 from .memory import RECOMPUTE_MODES
 from .pipeline import bubble_fraction
-from .planner import _divisors, _extra_flops_per_token
 from .planner5d_terms import _cp_s, _ep_s, _gpu_figures, _memory, _state_bytes
 from .planner_comm import (
     DEFAULT_INTER_NODE_LINK,
@@ -60,6 +59,26 @@ from .planner_comm import (
 from .planner_moe import MoEShape, dense_shape, split_params
 
 __all__ = ["plan5d", "plan5d_row"]
+
+
+def _extra_flops_per_token(model, s, recompute, formula):
+    """Hardware FLOPs per token beyond 6N + 12Lhs that recomputation adds.
+
+    Full recomputation reruns the forward pass (2N + 4Lhs). Recomputing the
+    scores costs QK^T again, 2Lhs, under FlashAttention (its backward always
+    does) and QK^T and the product with V, 4Lhs, under Korthikanti's
+    selective recomputation.
+    """
+    attn = model.n_layers * model.hidden * s
+    scores = 2.0 * attn if formula == "flash" else 4.0 * attn
+    extra = scores if formula == "flash" or recompute == "selective" else 0.0
+    if recompute == "full":
+        extra += 2.0 * model.n_params + 4.0 * attn
+    return extra
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def plan5d_row(
