@@ -76,11 +76,9 @@ def _duty_cycle(pid, stop, stopped_s=0.25, running_s=0.02):
         time.sleep(running_s)
 
 
-def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
-    tmp_path, no_leftover_processes
-):
+def _run_preflight(out) -> tuple[dict, str]:
+    """Two agents, rank 3 slowed from outside, node 1's clock skewed: the report."""
     port = _free_port()
-    out = tmp_path / "preflight.json"
     cmd = agent_command(
         "clusterlab.dist.preflight",
         "--json",
@@ -121,9 +119,26 @@ def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
             kill_session(agent)
             agent.wait()
     assert all(a.returncode == 0 for a in agents), "\n".join(logs)[-3000:]
-    rep = json.loads(out.read_text())
-    assert rep["slow_ranks"] == [SLOW_RANK], rep["ranks"]
+    return json.loads(out.read_text()), "".join(logs)
+
+
+def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
+    tmp_path, no_leftover_processes
+):
+    """The slowed rank is flagged every time; flagged with it, another rank was
+    slowed too, by whatever else shares the cores (as a test running beside this
+    one does), so the job runs again, at most three times in all, until the
+    slowed rank is the only one. A detector that flags the wrong ranks fails."""
+    seen = []
+    for attempt in range(1, 4):
+        rep, logs = _run_preflight(tmp_path / f"preflight-{attempt}.json")
+        flops = {r["rank"]: round(r["matmul_flops"] / 1e9, 2) for r in rep["ranks"]}
+        seen.append(f"try {attempt}: flagged {rep['slow_ranks']}, GFLOP/s {flops}")
+        assert SLOW_RANK in rep["slow_ranks"], seen
+        if rep["slow_ranks"] == [SLOW_RANK]:
+            break
+    assert rep["slow_ranks"] == [SLOW_RANK], seen
     offset, bound = rep["clock_offsets_s"]["1"], rep["clock_error_bounds_s"]["1"]
     assert abs(offset - SKEW_S) <= bound + 1e-6, (offset, bound)
     assert bound < 0.05  # a loopback round trip: milliseconds at most
-    assert "preflight of 4 ranks" in "".join(logs)
+    assert "preflight of 4 ranks" in logs
