@@ -300,6 +300,9 @@ def time_test_command(command=("make", "test")) -> float:
             f"{' '.join(command)} failed (exit {result.returncode}) after "
             f"{seconds:.0f} s:\n{tail}"
         )
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    if lines:  # pytest's last line: how many passed and skipped, and in how long
+        print(f"{' '.join(command)}: {lines[-1].strip('= ')}", file=sys.stderr)
     return seconds
 
 
