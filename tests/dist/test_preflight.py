@@ -125,16 +125,16 @@ def _run_preflight(out) -> tuple[dict, str]:
 def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
     tmp_path, no_leftover_processes
 ):
-    """The slowed rank is flagged every time; flagged with it, another rank was
-    slowed too, by whatever else shares the cores (as a test running beside this
-    one does), so the job runs again, at most three times in all, until the
-    slowed rank is the only one. A detector that flags the wrong ranks fails."""
+    """The slowed rank, and only it, is flagged. Other programs sharing the cores
+    (a test running beside this one) can slow a second rank, or keep the pauses
+    from starting before the measurement ends, so the job runs again, at most
+    three times in all, until one run flags rank 3 alone. A detector that flags
+    the wrong ranks does so every time and fails."""
     seen = []
     for attempt in range(1, 4):
         rep, logs = _run_preflight(tmp_path / f"preflight-{attempt}.json")
         flops = {r["rank"]: round(r["matmul_flops"] / 1e9, 2) for r in rep["ranks"]}
         seen.append(f"try {attempt}: flagged {rep['slow_ranks']}, GFLOP/s {flops}")
-        assert SLOW_RANK in rep["slow_ranks"], seen
         if rep["slow_ranks"] == [SLOW_RANK]:
             break
     assert rep["slow_ranks"] == [SLOW_RANK], seen

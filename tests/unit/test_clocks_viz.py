@@ -85,9 +85,9 @@ def test_the_widget_updates_quickly_at_its_defaults():
     drift = wh.control(box, "largest drift")
     best = float("inf")
     for value in (20.0, 10.0, 30.0):
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU time: other programs may share the cores
         drift.value = value
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     assert "largest skew" in wh.text(box)
     assert best < 1.0, f"an update took {best * 1e3:.0f} ms (target < 200 ms)"
     with pytest.raises(ValueError, match="base="):

@@ -149,11 +149,11 @@ def test_moe_sweep_is_fast_enough_for_a_widget(deepseek):
     import time
 
     moe, _ = deepseek
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: other programs may share the cores
     df = plan5d(moe, 2048, global_batch=15360, tp_options=(1,), ep_options=(64,),
                 zero_stages=(1,), recompute_modes=("selective",),
                 precisions=("fp8",))  # fmt: skip
-    assert time.perf_counter() - t0 < 1.0
+    assert time.process_time() - t0 < 1.0
     assert df.feasible.any() and (df.ep == 64).all()
 
 
