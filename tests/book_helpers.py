@@ -49,12 +49,17 @@ def chromium_path() -> str | None:
     return str(mac) if mac.exists() else None
 
 
-def measure_outputs():
-    """``scripts/measure_outputs.py`` as a module: it knows what a chart output is."""
+def script_module(name: str):
+    """``scripts/<name>.py`` loaded as a module, so tests call its functions."""
     import importlib.util
 
-    path = ROOT / "scripts" / "measure_outputs.py"
-    spec = importlib.util.spec_from_file_location("measure_outputs", path)
+    path = ROOT / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"script_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def measure_outputs():
+    """``scripts/measure_outputs.py`` as a module: it knows what a chart output is."""
+    return script_module("measure_outputs")

@@ -9,26 +9,17 @@ with a chart over the limit and expect it to be reported.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from book_helpers import ROOT
+from book_helpers import script_module
 from clusterlab.viz import theme
 
 LIMIT_BYTES = 50_000
 
 
-def _measure_pages():
-    path = ROOT / "scripts" / "measure_pages.py"
-    spec = importlib.util.spec_from_file_location("measure_pages", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-measure_pages = _measure_pages()
+measure_pages = script_module("measure_pages")
 
 
 def _fake_chart_html(n_rows: int) -> str:

@@ -1,24 +1,14 @@
 """``scripts/benchmark.py --test-command`` times the README's test command."""
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _benchmark():
-    path = ROOT / "scripts" / "benchmark.py"
-    spec = importlib.util.spec_from_file_location("benchmark_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from book_helpers import script_module
 
 
 def test_the_test_command_is_timed_and_its_budget_is_twenty_minutes():
-    bench = _benchmark()
+    bench = script_module("benchmark")
     seconds = bench.time_test_command(
         (sys.executable, "-c", "import time; time.sleep(0.2)")
     )
@@ -27,7 +17,7 @@ def test_the_test_command_is_timed_and_its_budget_is_twenty_minutes():
 
 
 def test_a_failing_test_command_is_an_error_with_its_exit_status_and_output():
-    bench = _benchmark()
+    bench = script_module("benchmark")
     failing = (sys.executable, "-c", "print('2 failed, 9 passed'); raise SystemExit(2)")
     with pytest.raises(
         RuntimeError, match=r"failed \(exit 2\)[\s\S]*2 failed, 9 passed"
