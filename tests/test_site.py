@@ -220,13 +220,27 @@ def test_each_page_loads_offline_and_its_controls_redraw_its_charts(
             else:
                 target = inputs.last if not inputs.last.is_checked() else inputs.first
                 target.check()
-            p.wait_for_timeout(300)
-            assert _svg_of(p, i) != before, f"chart {i} of {page}: {kind} did nothing"
+            assert _redrawn(p, i, before), f"chart {i} of {page}: {kind} did nothing"
     assert v.errors == [], f"console errors after using the controls: {v.errors}"
 
 
 def _svg_of(page, index: int) -> str:
     return page.locator(CHART).nth(index).locator("svg").first.inner_html()
+
+
+# Vega redraws in a few tens of milliseconds on a quiet machine; a loaded one
+# can take seconds, so each control gets this long to change its chart.
+REDRAW_TIMEOUT_S = 10.0
+
+
+def _redrawn(page, index: int, before: str, timeout_s=REDRAW_TIMEOUT_S) -> bool:
+    """Whether chart ``index`` draws something other than ``before`` in time."""
+    deadline = time.monotonic() + timeout_s
+    while _svg_of(page, index) == before:
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(50)
+    return True
 
 
 def _chart_with(page, inputs: str, at_least: int) -> int:
@@ -261,18 +275,15 @@ def test_lab01_typesets_math_shows_its_static_twin_and_its_controls_redraw(
     slider = charts.nth(index).locator("input[type=range]").first
     slider.evaluate("""el => { el.value = Number(el.min) + 0.5;
         el.dispatchEvent(new Event('input', {bubbles: true})); }""")
-    page.wait_for_timeout(500)
+    redrawn = _redrawn(page, index, before)
     charts.nth(index).scroll_into_view_if_needed()
     v.screenshot("lab01_slider_moved.png")
-    assert _svg_of(page, index) != before, (
-        "moving the α slider did not redraw the chart"
-    )
+    assert redrawn, "moving the α slider did not redraw the chart"
 
     index = _chart_with(page, "input[type=radio]", 2)
     before = _svg_of(page, index)
     charts.nth(index).locator("input[type=radio]").last.check()
-    page.wait_for_timeout(500)
-    assert _svg_of(page, index) != before, "picking a world size did not redraw"
+    assert _redrawn(page, index, before), "picking a world size did not redraw"
     assert v.blocked == [] and v.errors == [], (v.blocked, v.errors)
 
 
@@ -284,3 +295,26 @@ def test_charts_draw_from_disk_too(visit, built_site):
     v.open(base + "labs/01_message_passing.html")
     assert v.charts_drawn() >= 5
     assert v.blocked == [] and v.errors == [], (v.blocked, v.errors)
+
+
+def test_a_control_that_redraws_nothing_is_caught(browser):
+    """The redraw probe itself: a slider wired to its chart passes, a dead one fails."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(f"""
+            <div class="{CHART[1:]}"><svg><text>0</text></svg>
+              <input type="range" min="0" max="9" value="0"
+                oninput="this.parentNode.querySelector('text').textContent=this.value">
+            </div>
+            <div class="{CHART[1:]}"><svg><text>0</text></svg>
+              <input type="range" min="0" max="9" value="0">
+            </div>""")
+        for index, wired in ((0, True), (1, False)):
+            before = _svg_of(page, index)
+            slider = page.locator(CHART).nth(index).locator("input")
+            slider.evaluate("""el => { el.value = 3;
+                el.dispatchEvent(new Event('input', {bubbles: true})); }""")
+            assert _redrawn(page, index, before, timeout_s=0.5) is wired, index
+    finally:
+        context.close()
