@@ -123,9 +123,11 @@ def test_matmul_is_faster_per_flop_than_a_copy_per_byte():
     """A wrong FLOP count (n² instead of 2n³) would put the matmul below the copy."""
     mm = cl.perf.measure_matmul_flops([256], repeats=3)["flop_per_s"].max()
     bw = cl.perf.measure_stream_bandwidth([2**26], repeats=3)["bw_Bps"].max()
-    # a 256 matmul does 2 * 256 = 512 FLOP per element touched, a copy none: even on
-    # a busy machine FLOP/s exceeds bytes/s; an n**2 FLOP count would be 512x lower
-    assert mm / bw > 0.5, (mm, bw)
+    # A 256 matmul does 2 * 256 = 512 FLOP per element it touches, a copy none.
+    # Quiet, FLOP/s is above bytes/s; with another test worker on the same two
+    # cores one run measured 2.2 GFLOP/s against 6.9 GB/s (0.32). An n**2 FLOP
+    # count would be 512x lower (about 0.0006), far below the bound.
+    assert mm / bw > 0.02, (mm, bw)
 
 
 @pytest.mark.parametrize(
