@@ -7,6 +7,8 @@ tree and find a control by its description (or an output by its kind).
 
 from __future__ import annotations
 
+import time
+
 import ipywidgets as w
 
 
@@ -43,3 +45,14 @@ def texts(widget):
 def text(widget) -> str:
     """All the text the widget shows, joined."""
     return "\n".join(c.value for c in texts(widget))
+
+
+def cpu_seconds(fn) -> float:
+    """CPU seconds ``fn()`` takes in this process, for the speed tests.
+
+    Other programs sharing the cores (another test worker) stretch wall time
+    but not this, so a bound on it fails for slow code, not a busy machine.
+    """
+    start = time.process_time()
+    fn()
+    return time.process_time() - start

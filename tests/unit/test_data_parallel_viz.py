@@ -1,7 +1,6 @@
 """Data-parallel charts, widgets and the bucket-overlap model behind them."""
 
 import json
-import time
 
 import pandas as pd
 import pytest
@@ -107,10 +106,8 @@ def test_widgets_update_within_200_ms(make, name, values):
     box = make()
     slider = wh.control(box, name)
     before, best = wh.text(box), float("inf")
-    for value in values:  # best of three: the machine is shared
-        start = time.process_time()  # CPU time, not wall time
-        slider.value = value
-        best = min(best, time.process_time() - start)
+    for value in values:  # best of three
+        best = min(best, wh.cpu_seconds(lambda v=value: setattr(slider, "value", v)))
         if value == values[0]:
             assert wh.text(box) != before, "the widget did not redraw"
     assert best < 0.2, f"a widget update took {best * 1e3:.0f} ms (budget 200 ms)"

@@ -1,5 +1,4 @@
 import math
-import time
 
 import pytest
 
@@ -8,6 +7,7 @@ from clusterlab.models.memory import model_memory
 from clusterlab.models.planner import plan, plan_row, recipe_row
 from clusterlab.models.planner_comm import matmul_efficiency_of, tp_allreduce_s
 from clusterlab.models.recipes import ESSAY_70B
+from widget_helpers import cpu_seconds
 
 H6 = dict(tp=8, pp=4, dp=32, global_batch=512, micro_batch=2)
 
@@ -109,16 +109,9 @@ def test_tp_beyond_a_node_is_slower():
 
 def test_plan_is_fast_enough_for_a_widget():
     best = min(
-        _timed(lambda: plan(LLAMA2_70B, 1024, global_batch=512)) for _ in range(3)
+        cpu_seconds(lambda: plan(LLAMA2_70B, 1024, global_batch=512)) for _ in range(3)
     )
     assert best < 0.5
-
-
-def _timed(fn):
-    """CPU seconds of ``fn()``: other programs sharing the cores do not count."""
-    t0 = time.process_time()
-    fn()
-    return time.process_time() - t0
 
 
 def test_bad_arguments_name_themselves():
@@ -155,7 +148,7 @@ def test_widget_builds_and_updates_quickly():
 
     box = cl.ui.planner_widget()
     box.update()
-    best = min(_timed(box.update) for _ in range(3))
+    best = min(cpu_seconds(box.update) for _ in range(3))
     # 5-D plans (CP, EP, precision columns) cost a little more than 3-D ones:
     # about 0.45 s measured while other jobs shared the 2 cores; the bound
     # leaves room for that noise.
