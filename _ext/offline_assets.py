@@ -10,7 +10,7 @@
 Nothing is downloaded and nothing third-party is committed: the files are
 written into the build folder at each build. The extension also sets
 ``CLUSTERLAB_BOOK_BUILD=1``, which the executing kernels inherit, so that
-``clusterlab.viz`` renders charts for these local scripts instead of a CDN.
+``clusterlab.core.theme`` renders charts for these local scripts instead of a CDN.
 """
 
 from __future__ import annotations

@@ -42,18 +42,18 @@ def trivial(rank: int, world_size: int) -> int:
 
 def time_launchers(repeat: int) -> list[tuple[str, float, str]]:
     import clusterlab as cl
-    from clusterlab.dist.launcher import _launch
+    from clusterlab.core.launcher import _launch
 
     rows = []
-    cl.dist.launch(trivial, 2)  # first call pays for imports
+    cl.launch(trivial, 2)  # first call pays for imports
     for method in ("fork", "spawn"):
         start = time.perf_counter()
         for _ in range(repeat):
             assert _launch(trivial, 2, "gloo", 60.0, method, {}) == [0, 1]
         label = (
-            "cl.dist.launch (fork, the default on CPU)"
+            "cl.launch (fork, the default on CPU)"
             if method == "fork"
-            else "cl.dist.launch forced to spawn"
+            else "cl.launch forced to spawn"
         )
         rows.append(
             (
@@ -64,7 +64,9 @@ def time_launchers(repeat: int) -> list[tuple[str, float, str]]:
         )
     start = time.perf_counter()
     for _ in range(max(1, repeat // 2)):
-        cl.dist.run_torchrun("clusterlab.dist.hello", 2, timeout=120)
+        cl.core.torchrun.run_torchrun(
+            "clusterlab.message_passing.hello", 2, timeout=120
+        )
     rows.append(
         (
             "trivial 2-rank job: torchrun --standalone",
@@ -118,25 +120,29 @@ def update_ms(widget, rounds=3):
 
 #: Each lab's widget, built with small stand-in inputs where it needs some.
 WIDGETS = {
-    "Lab 02 clock skew": "cl.ui.clock_skew_explorer()",
-    "Lab 03 heartbeat detector": "cl.ui.failures.heartbeat_widget()",
-    "Lab 04 busbw": "cl.ui.busbw_explorer(5e-5, 3e9, "
-    "cl.perf.bench_collective('all_reduce', [2**10, 2**16, 2**20], 2))",
-    "Lab 05 all-reduce algorithms": "cl.ui.allreduce_algorithm_explorer()",
-    "Lab 06 interconnect calculator": "cl.ui.interconnect_calculator()",
-    "Lab 07 roofline": "cl.ui.roofline_explorer(pd.DataFrame("
+    "Lab 02 clock skew": "cl.clocks.widget.clock_skew_explorer()",
+    "Lab 03 heartbeat detector": "cl.failures.widget.heartbeat_widget()",
+    "Lab 04 busbw": "cl.collectives.widget.busbw_explorer(5e-5, 3e9, "
+    "cl.core.bench.bench_collective('all_reduce', [2**10, 2**16, 2**20], 2))",
+    "Lab 05 all-reduce algorithms": "cl.ring.widget.allreduce_algorithm_explorer()",
+    "Lab 06 interconnect calculator": (
+        "cl.interconnects.widget.interconnect_calculator()"
+    ),
+    "Lab 07 roofline": "cl.roofline.widget.roofline_explorer(pd.DataFrame("
     "[('this CPU', 1.6e11, 6e9), ('H100 SXM5', 9.894e14, 3.35e12)], "
     "columns=['machine', 'peak_flops', 'bandwidth_Bps']), "
     "cl.models.roofline.workload_table())",
-    "Lab 08 DDP buckets": "cl.ui.bucket_explorer(1e-3, 8e5, 1e-4, 2e9)",
-    "Lab 09 ZeRO memory": "cl.ui.zero_memory_explorer()",
-    "Lab 10 tensor-parallel cost": "cl.ui.tensor_parallel.tp_cost_widget()",
-    "Lab 11 pipeline schedule": "cl.ui.pipeline.pipeline_schedule_widget()",
-    "Lab 15 planner": "cl.ui.planner_widget()",
-    "Lab 16 stragglers": "cl.ui.straggler_explorer()",
-    "Lab 17 goodput": "cl.ui.checkpointing.goodput_widget()",
-    "Lab 20 economics": "cl.ui.economics_explorer()",
-    "Lab 21 decision helper": "cl.ui.decision_helper()",
+    "Lab 08 DDP buckets": (
+        "cl.data_parallel.widget.bucket_explorer(1e-3, 8e5, 1e-4, 2e9)"
+    ),
+    "Lab 09 ZeRO memory": "cl.data_parallel.widget.zero_memory_explorer()",
+    "Lab 10 tensor-parallel cost": "cl.tensor_parallel.widget.tp_cost_widget()",
+    "Lab 11 pipeline schedule": "cl.pipeline.widget.pipeline_schedule_widget()",
+    "Lab 15 planner": "cl.planner.widget.planner_widget()",
+    "Lab 16 stragglers": "cl.stragglers.widget.straggler_explorer()",
+    "Lab 17 goodput": "cl.checkpointing.widget.goodput_widget()",
+    "Lab 20 economics": "cl.economics.widget.economics_explorer()",
+    "Lab 21 decision helper": "cl.decide.widget.decision_helper()",
 }
 WIDGET_BUDGET_MS = 200.0
 
@@ -167,7 +173,7 @@ def time_figures() -> list[tuple[str, float, str]]:
     import clusterlab as cl
 
     rows = []
-    plain = cl.perf.bench_vs_plain_loop(
+    plain = cl.core.bench.bench_vs_plain_loop(
         size_bytes=2**24, world_size=2, iters=5, rounds=8
     )
     rows.append(
@@ -178,9 +184,12 @@ def time_figures() -> list[tuple[str, float, str]]:
         )
     )
     sizes = [2**k for k in range(8, 23)]
-    runs = [cl.perf.bench_collective("all_reduce", sizes, 2, iters=5) for _ in range(3)]
+    runs = [
+        cl.core.bench.bench_collective("all_reduce", sizes, 2, iters=5)
+        for _ in range(3)
+    ]
     best = pd.concat(runs).sort_values("time_s").drop_duplicates("size_bytes")
-    held = cl.perf.alpha_beta_holdout(best)
+    held = cl.core.alpha_beta.alpha_beta_holdout(best)
     rows.append(
         (
             "alpha-beta fit, median error on held-out sizes (fraction)",
@@ -195,7 +204,7 @@ def time_figures() -> list[tuple[str, float, str]]:
             "",
         )
     )
-    S = cl.sim.stragglers
+    S = cl.stragglers.sim
     params = S.StragglerParams(n_workers=1024, n_steps=1000)
     start = time.perf_counter()
     S.simulate(params, seed=0, engine="numpy")
@@ -207,7 +216,7 @@ def time_figures() -> list[tuple[str, float, str]]:
         )
     )
     p = S.StragglerParams(n_workers=4, n_steps=16, base_s=0.05, jitter="normal", cv=0.3)
-    run = cl.dist.run_straggler_scenarios({"jitter": p}, seed=0)
+    run = cl.stragglers.ranks.run_straggler_scenarios({"jitter": p}, seed=0)
     sim = S.simulate(replace(p, allreduce_s=run["allreduce_s"].mean()), seed=0)
     rows.append(
         (

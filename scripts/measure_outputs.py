@@ -93,7 +93,7 @@ def run_lab(path: Path, timeout_s: int = 600, allow_errors: bool = False):
         nb = nbformat.read(copy, as_version=4)
         # The grader's kernel client polls its channels, so that a cell's reply
         # that arrives among many widget messages is not missed (nbclient#312).
-        from clusterlab._grade_kernel import ThisPythonKernel
+        from clusterlab.course.grade_kernel import ThisPythonKernel
 
         client = nbclient.NotebookClient(
             nb,

@@ -166,10 +166,14 @@ def test_the_numbering_check_fails_when_a_lab_is_out_of_order_or_missing():
     assert numbering_problems([1, 2, 3]) == []
 
 
+DIAGRAM_CALL = re.compile(r"\bcl\.[a-z_]+\.diagram\.[a-z_]+\(")
+
+
 def diagram_before_formula_problem(text: str) -> str | None:
     """Why a chapter's first diagram does not come before its first formula, or None.
 
-    A diagram is a code cell that calls ``cl.viz.diagrams``; a formula is ``$`` in
+    A diagram is a code cell that calls a topic's ``diagram`` file
+    (``cl.<topic>.diagram.<name>``); a formula is ``$`` in
     the Markdown outside code (fenced blocks and inline code are skipped).
     """
     in_fence, first_diagram, first_formula = None, None, None
@@ -182,7 +186,7 @@ def diagram_before_formula_problem(text: str) -> str | None:
             )
             continue
         if in_fence:
-            if "cl.viz.diagrams." in line and first_diagram is None:
+            if DIAGRAM_CALL.search(line) and first_diagram is None:
                 first_diagram = i
             continue
         if "$" in re.sub(r"`[^`]*`", "", line) and first_formula is None:
@@ -208,7 +212,7 @@ def test_every_chapter_has_a_diagram_before_its_first_formula(chapter):
 
 
 def test_the_diagram_check_fails_when_a_formula_comes_first_or_no_diagram():
-    cell = "```{code-cell} ipython3\ncl.viz.diagrams.x.y()\n```\n"
+    cell = "```{code-cell} ipython3\ncl.ring.diagram.ring_allreduce_diagram()\n```\n"
     assert diagram_before_formula_problem("Text $a+b$.\n" + cell)
     assert diagram_before_formula_problem("Text, no picture.\n") == "no diagram"
     assert diagram_before_formula_problem("`$HOME` is code.\n" + cell + "$x$\n") is None

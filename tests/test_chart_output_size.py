@@ -3,7 +3,7 @@
 In local Jupyter a chart is sent as a Vega spec that the front end draws with its
 own Vega; in the book it is a ``<div>`` and a call to the site's ``vegaEmbed``.
 Neither carries a script bundle. A small notebook with a chart, a widget whose
-Output redraws a chart, and a ``cl.ui.show`` bundle is run in a real kernel and
+Output redraws a chart, and a ``cl.show`` bundle is run in a real kernel and
 each chart output is measured as the saved notebook holds it.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 import clusterlab as cl
 from book_helpers import measure_outputs
-from clusterlab.viz import theme
+from clusterlab.core import theme
 
 LIMIT_BYTES = 50_000
 
@@ -27,16 +27,17 @@ CELLS = [
     "from IPython.display import display\n"
     "df = pd.DataFrame({'size_bytes': [4, 1024, 2**20], 'time_s': [1e-5, 2e-5, 1e-3],"
     " 'world_size': [2, 2, 2]})",
-    "cl.viz.world_size_chart(df)",
+    "cl.message_passing.chart.world_size_chart(df)",
     "out = w.Output()\n"
     "n = w.IntSlider(value=2, min=2, max=8)\n"
     "def redraw(_=None):\n"
     "    out.clear_output(wait=True)\n"
     "    with out:\n"
-    "        display(cl.viz.world_size_chart(df.assign(world_size=n.value)))\n"
+    "        display(cl.message_passing.chart.world_size_chart(\n"
+    "            df.assign(world_size=n.value)))\n"
     "n.observe(redraw, names='value')\n"
     "redraw()\n"
-    "cl.ui.show(w.VBox([n, out]), cl.viz.world_size_chart(df))",
+    "cl.show(w.VBox([n, out]), cl.message_passing.chart.world_size_chart(df))",
 ]
 
 
@@ -78,7 +79,7 @@ def test_the_show_bundle_sends_the_widget_and_its_note_only(executed):
         "application/vnd.jupyter.widget-view+json",
         "text/plain",
     }
-    assert cl.ui.LIVE_NOTE in shown["data"]["text/plain"]
+    assert cl.core.show.LIVE_NOTE in shown["data"]["text/plain"]
 
 
 def test_the_size_check_catches_a_chart_that_carries_the_bundle():
@@ -102,12 +103,12 @@ def test_the_book_twin_still_holds_the_note_and_the_chart(monkeypatch):
     try:
         theme.choose_renderer()
         df = pd.DataFrame({"size_bytes": [4], "time_s": [1e-5], "world_size": [2]})
-        cl.ui.show(w.IntSlider(), cl.viz.world_size_chart(df))
+        cl.show(w.IntSlider(), cl.message_passing.chart.world_size_chart(df))
     finally:
         monkeypatch.delenv(theme.BOOK_BUILD_ENV)
         theme.choose_renderer()
     (bundle,) = shown
-    assert cl.ui.LIVE_NOTE in bundle["text/html"]
+    assert cl.core.show.LIVE_NOTE in bundle["text/html"]
     assert "vegaEmbed(el," in bundle["text/html"]
 
 

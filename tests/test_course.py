@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from book_helpers import ROOT
-from clusterlab import course
+from clusterlab.course import editions as course
 
 LABS = sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
 TEMPLATE = ROOT / "labs" / "_template.ipynb"
@@ -51,7 +51,7 @@ def _lines(text, min_chars=12):
 
 
 def _solution_lines() -> dict[str, set[str]]:
-    """The body lines of every reference solution in ``clusterlab.solutions``."""
+    """The body lines of every reference solution in ``clusterlab``."""
     found = {}
     for path in sorted((ROOT / "src" / "clusterlab" / "solutions").glob("*.py")):
         source = path.read_text()
@@ -141,7 +141,8 @@ def test_solution_markers_and_tags_are_honoured():
     nb = nbformat.v4.new_notebook()
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     tagged = code(
-        'def f(x):\n    """Twice x."""\n    y = 2 * x\n    return y\n\n\ncl.check.f(f)'
+        'def f(x):\n    """Twice x."""\n    y = 2 * x\n    return y\n\n\n'
+        "cl.topic.check.f(f)"
     )
     tagged.metadata["tags"] = ["solution"]
     answer = md("The answer is 42.")
@@ -160,7 +161,7 @@ def test_solution_markers_and_tags_are_honoured():
     sources = [c.source for c in student.cells]
     assert sources[0] == "def g(x):\n    raise NotImplementedError"
     assert sources[1].startswith('def f(x):\n    """Twice x."""\n    raise NotImpl')
-    assert sources[1].endswith("cl.check.f(f)")
+    assert sources[1].endswith("cl.topic.check.f(f)")
     assert sources[2] == "Before.\n\nAfter."
     assert sources[3].startswith("<details><summary>Hint")  # a hint is no answer
     assert len(sources) == 4

@@ -6,7 +6,7 @@ solved, raising, looping forever, and two ranks deadlocked. Real labs are
 graded too: a lab's instructor edition must pass every check, and its student
 edition must come back "not attempted".
 
-Each test runs ``python -m clusterlab.grade`` as an instructor would, with a
+Each test runs ``python -m clusterlab.course.grade`` as an instructor would, with a
 marker in its environment; afterwards no process may carry that marker.
 """
 
@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from book_helpers import ROOT
-from clusterlab import course
+from clusterlab.course import editions as course
 
 pytestmark = pytest.mark.grade
 
@@ -39,7 +39,7 @@ def _grade(submissions, labs, out, timeout_s, jobs=2):
     env = {**os.environ, "GRADE_TEST_MARKER": marker}
     start = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "clusterlab.grade", submissions, "--labs", labs]
+        [sys.executable, "-m", "clusterlab.course.grade", submissions, "--labs", labs]
         + ["--out", out / "gradebook.csv", "--timeout", str(timeout_s)]
         + ["--jobs", str(jobs), "--notebooks", out / "executed"],
         cwd=ROOT,

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from book_helpers import script_module
-from clusterlab.viz import theme
+from clusterlab.core import theme
 
 LIMIT_BYTES = 50_000
 

@@ -36,6 +36,6 @@ def test_labs_and_book_files_are_one_unit_and_other_files_their_own(request):
     assert split.scope_of("tests/unit/test_planner.py::test_a") == (
         "tests/unit/test_planner.py"
     )
-    assert split.scope_of("tests/dist/test_launcher.py::test_b[2]") == (
-        "tests/dist/test_launcher.py"
+    assert split.scope_of("tests/distributed/test_launcher.py::test_b[2]") == (
+        "tests/distributed/test_launcher.py"
     )

@@ -40,32 +40,34 @@ measured = pd.DataFrame({{
 
 # name -> the expression that builds the widget at the lab's defaults.
 WIDGETS = {
-    "message_size_explorer": "cl.ui.message_size_explorer(measured)",
-    "clock_skew_explorer": "cl.ui.clock_skew_explorer()",
-    "heartbeat_widget": "cl.ui.failures.heartbeat_widget()",
-    "busbw_explorer": "cl.ui.busbw_explorer(2e-5, 4e8, measured)",
-    "allreduce_algorithm_explorer": "cl.ui.allreduce_algorithm_explorer()",
-    "interconnect_calculator": "cl.ui.interconnect_calculator()",
+    "message_size_explorer": (
+        "cl.message_passing.widget.message_size_explorer(measured)"
+    ),
+    "clock_skew_explorer": "cl.clocks.widget.clock_skew_explorer()",
+    "heartbeat_widget": "cl.failures.widget.heartbeat_widget()",
+    "busbw_explorer": "cl.collectives.widget.busbw_explorer(2e-5, 4e8, measured)",
+    "allreduce_algorithm_explorer": "cl.ring.widget.allreduce_algorithm_explorer()",
+    "interconnect_calculator": "cl.interconnects.widget.interconnect_calculator()",
     "roofline_explorer": (
-        "cl.ui.roofline_explorer(cl.published.load('gpu_specs').head(3), "
+        "cl.roofline.widget.roofline_explorer(cl.published.load('gpu_specs').head(3), "
         "cl.models.roofline.workload_table())"
     ),
-    "bucket_explorer": "cl.ui.bucket_explorer(0.02, 4e6, 2e-5, 4e8)",
-    "zero_memory_explorer": "cl.ui.zero_memory_explorer()",
-    "tp_cost_widget": "cl.ui.tensor_parallel.tp_cost_widget()",
-    "pipeline_schedule_widget": "cl.ui.pipeline.pipeline_schedule_widget()",
-    "planner_widget": "cl.ui.planner_widget()",
-    "straggler_explorer": "cl.ui.straggler_explorer()",
-    "goodput_widget": "cl.ui.checkpointing.goodput_widget()",
-    "economics_explorer": "cl.ui.economics_explorer()",
-    "decision_helper": "cl.ui.decision_helper()",
-    "ep_alltoall_widget": "cl.ui.experts.ep_alltoall_widget()",
-    "cp_time_widget": "cl.ui.long_context.cp_time_widget()",
-    "scheduler_explorer": "cl.ui.control_plane.scheduler_explorer()",
+    "bucket_explorer": "cl.data_parallel.widget.bucket_explorer(0.02, 4e6, 2e-5, 4e8)",
+    "zero_memory_explorer": "cl.data_parallel.widget.zero_memory_explorer()",
+    "tp_cost_widget": "cl.tensor_parallel.widget.tp_cost_widget()",
+    "pipeline_schedule_widget": "cl.pipeline.widget.pipeline_schedule_widget()",
+    "planner_widget": "cl.planner.widget.planner_widget()",
+    "straggler_explorer": "cl.stragglers.widget.straggler_explorer()",
+    "goodput_widget": "cl.checkpointing.widget.goodput_widget()",
+    "economics_explorer": "cl.economics.widget.economics_explorer()",
+    "decision_helper": "cl.decide.widget.decision_helper()",
+    "ep_alltoall_widget": "cl.experts.widget.ep_alltoall_widget()",
+    "cp_time_widget": "cl.long_context.widget.cp_time_widget()",
+    "scheduler_explorer": "cl.control_plane.widget.scheduler_explorer()",
     "loss_scale_widget": (
-        "cl.ui.precision.loss_scale_widget(cl.perf.precision.loss_gradient())"
+        "cl.precision.widget.loss_scale_widget(cl.precision.measure.loss_gradient())"
     ),
-    "slow_rank_explorer": "cl.ui.debugging.slow_rank_explorer()",
+    "slow_rank_explorer": "cl.debugging.widget.slow_rank_explorer()",
 }
 
 # Made-up widgets that the probe must find at fault.
@@ -85,7 +87,7 @@ def make():
     def draw(_=None):
         out.clear_output(wait=True)
         with out:
-            display(cl.viz.world_size_chart(measured))
+            display(cl.message_passing.chart.world_size_chart(measured))
     s.observe(draw, names="value")
     draw()
     return w.VBox([s, out])
@@ -98,7 +100,7 @@ def _run(cells: list[str], tmp_path) -> dict[str, list[dict]]:
 
     # The grader's kernel client: its channels poll, so that a cell's reply that
     # arrives among many widget messages is not missed (jupyter/nbclient#312).
-    from clusterlab._grade_kernel import ThisPythonKernel
+    from clusterlab.course.grade_kernel import ThisPythonKernel
 
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(c) for c in [SETUP, *cells]]

@@ -24,7 +24,7 @@ def _allreduce_on_gpu(rank, world_size):
 
 def test_nccl_all_reduce_on_every_visible_gpu():
     n = min(GPUS, 8)
-    out = cl.dist.launch(_allreduce_on_gpu, n, backend="nccl")
+    out = cl.launch(_allreduce_on_gpu, n, backend="nccl")
     assert all(r["backend"] == "nccl" for r in out)
     assert all(r["value"] == n * (n + 1) / 2 for r in out)
     assert all(
@@ -34,10 +34,10 @@ def test_nccl_all_reduce_on_every_visible_gpu():
 
 def test_more_ranks_than_gpus_fall_back_to_gloo():
     with pytest.warns(UserWarning, match="NCCL needs one GPU per rank"):
-        assert cl.dist.choose_backend(GPUS + 1) == "gloo"
+        assert cl.core.backend.choose_backend(GPUS + 1) == "gloo"
 
 
 def test_bench_collective_times_nccl():
     n = min(GPUS, 8)
-    df = cl.perf.bench_collective("all_reduce", [2**10, 2**24], n, backend="nccl")
+    df = cl.core.bench.bench_collective("all_reduce", [2**10, 2**24], n, backend="nccl")
     assert (df["backend"] == "nccl").all() and (df["time_s"] > 0).all()

@@ -19,7 +19,7 @@ def test_model_is_latency_plus_size_over_bandwidth():
 def test_fit_recovers_exact_parameters(alpha, log_beta):
     beta = 10**log_beta
     sizes = np.geomspace(4, 2**26, 12)
-    a, b = cl.perf.fit_alpha_beta(sizes, alpha_beta_time(sizes, alpha, beta))
+    a, b = cl.core.alpha_beta.fit_alpha_beta(sizes, alpha_beta_time(sizes, alpha, beta))
     assert a == pytest.approx(alpha, rel=1e-6, abs=1e-12)
     assert b == pytest.approx(beta, rel=1e-6)
 
@@ -27,14 +27,14 @@ def test_fit_recovers_exact_parameters(alpha, log_beta):
 def test_fit_weights_relative_error_so_alpha_survives_large_messages():
     sizes = np.array([4, 64, 1024, 2**20, 2**26])
     times = alpha_beta_time(sizes, 2e-5, 1e9) * np.array([1.0, 1.0, 1.0, 1.0, 1.3])
-    alpha, _ = cl.perf.fit_alpha_beta(sizes, times)
+    alpha, _ = cl.core.alpha_beta.fit_alpha_beta(sizes, times)
     assert alpha == pytest.approx(2e-5, rel=0.1)
 
 
 def test_fit_never_returns_negative_latency_or_bandwidth():
-    alpha, beta = cl.perf.fit_alpha_beta([1, 2, 3], [1.0, 2.1, 3.3])
+    alpha, beta = cl.core.alpha_beta.fit_alpha_beta([1, 2, 3], [1.0, 2.1, 3.3])
     assert alpha >= 0 and beta > 0
-    alpha, beta = cl.perf.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])
+    alpha, beta = cl.core.alpha_beta.fit_alpha_beta([1, 2, 3], [3.0, 2.0, 1.0])
     assert beta == math.inf and alpha > 0
 
 
@@ -52,7 +52,7 @@ def test_fit_never_returns_negative_latency_or_bandwidth():
 )
 def test_fit_rejects_bad_input_with_a_named_argument(sizes, times, needle):
     with pytest.raises(ValueError, match=needle):
-        cl.perf.fit_alpha_beta(sizes, times)
+        cl.core.alpha_beta.fit_alpha_beta(sizes, times)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import clusterlab as cl
     ],
 )
 def test_busbw_factors_follow_nccl_tests(op, n, factor):
-    assert cl.perf.busbw_factor(op, n) == pytest.approx(factor)
+    assert cl.core.bench.busbw_factor(op, n) == pytest.approx(factor)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_busbw_factors_follow_nccl_tests(op, n, factor):
 def test_bad_arguments_are_named(kwargs, needle):
     args = {"op": "all_reduce", "sizes": [1024], "world_size": 2, **kwargs}
     with pytest.raises(ValueError) as info:
-        cl.perf.bench_collective(**args)
+        cl.core.bench.bench_collective(**args)
     assert needle in str(info.value)
 
 
@@ -51,7 +51,9 @@ def test_bad_arguments_are_named(kwargs, needle):
     "op", ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
 )
 def test_every_op_measures_on_gloo(op):
-    df = cl.perf.bench_collective(op, [64, 2**16], world_size=3, iters=5, warmup=1)
+    df = cl.core.bench.bench_collective(
+        op, [64, 2**16], world_size=3, iters=5, warmup=1
+    )
     assert list(df.columns[:7]) == [
         "op",
         "size_bytes",
@@ -64,7 +66,7 @@ def test_every_op_measures_on_gloo(op):
     assert (df["time_s"] > 0).all() and (df["backend"] == "gloo").all()
     assert (df["size_bytes"] % (4 * 3) == 0).all() or op in ("all_reduce", "broadcast")
     ratio = df["busbw_Bps"] / df["algbw_Bps"]
-    assert ratio.round(6).eq(round(cl.perf.busbw_factor(op, 3), 6)).all()
+    assert ratio.round(6).eq(round(cl.core.bench.busbw_factor(op, 3), 6)).all()
 
 
 @pytest.mark.dist
@@ -77,7 +79,7 @@ def test_bench_agrees_with_a_plain_timing_loop():
     ``bench_vs_plain_loop`` interleaves the two in one group and keeps the
     slowest rank's best round of each.
     """
-    out = cl.perf.bench_vs_plain_loop(
+    out = cl.core.bench.bench_vs_plain_loop(
         size_bytes=2**22, world_size=2, iters=10, rounds=5
     )
     assert set(out) == {"plain_s", "bench_s", "bench_over_plain"}
@@ -94,7 +96,7 @@ def test_ping_pong_time_grows_with_size():
     # workers shared the cores, so the large message is 32 MiB, and up to 3 runs
     ratios = []
     for _ in range(3):
-        df = cl.perf.bench_collective("ping_pong", [4, 2**25], world_size=2)
+        df = cl.core.bench.bench_collective("ping_pong", [4, 2**25], world_size=2)
         small, large = df["time_s"]
         ratios.append(large / small)
         if ratios[-1] > 5:
@@ -111,13 +113,13 @@ def _sleepy(rank, world_size, iters):
         calls.append(1)
         time.sleep(0.01 * (rank + 1))
 
-    best = cl.perf.time_in_group(step, iters=iters, repeats=2, warmup=1)
+    best = cl.core.bench.time_in_group(step, iters=iters, repeats=2, warmup=1)
     return best, len(calls)
 
 
 @pytest.mark.dist
 def test_time_in_group_gives_seconds_per_call_after_a_warm_up():
-    per_rank = cl.dist.launch(_sleepy, 2, iters=3)
+    per_rank = cl.launch(_sleepy, 2, iters=3)
     for rank, (best, calls) in enumerate(per_rank):
         assert calls == 1 + 2 * 3  # one warm-up call, two blocks of three
         assert 0.01 * (rank + 1) <= best < 0.01 * (rank + 1) + 0.05, (rank, best)
@@ -135,9 +137,9 @@ def test_time_in_group_gives_seconds_per_call_after_a_warm_up():
 def test_time_in_group_names_a_bad_argument(kwargs, needle):
     def bad(rank, world_size):
         try:
-            cl.perf.time_in_group(lambda: None, **kwargs)
+            cl.core.bench.time_in_group(lambda: None, **kwargs)
         except ValueError as err:
             return str(err)
         return "no error"
 
-    assert needle in cl.dist.launch(bad, 1)[0]
+    assert needle in cl.launch(bad, 1)[0]

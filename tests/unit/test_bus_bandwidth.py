@@ -6,10 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import clusterlab as cl
-from clusterlab.models.collectives import (
-    allreduce_time_published,
-    bus_bandwidth,
-)
+from clusterlab.models.collectives import allreduce_time_published, bus_bandwidth
 
 SYSTEMS = cl.published.collective_systems()
 NAMES = list(SYSTEMS["system"])
@@ -145,12 +142,12 @@ def test_the_size_chart_draws_the_sweep_and_checks_its_columns():
     sweeps = cl.models.allreduce_sweeps
     df = sweeps.busbw_size_sweep([H200, "8xA100-nccltests"])
     assert set(df["kind"]) == {"published", "interpolated"}
-    spec = cl.viz.hardware.busbw_size_chart(df).to_dict()
+    spec = cl.collectives.chart.busbw_size_chart(df).to_dict()
     assert "log" in str(spec) and "GB/s" in str(spec)
     with pytest.raises(ValueError, match="lacks"):
-        cl.viz.hardware.busbw_size_chart(df.drop(columns="kind"))
+        cl.collectives.chart.busbw_size_chart(df.drop(columns="kind"))
     with pytest.raises(ValueError, match="two or more"):
         sweeps.busbw_size_sweep(["32xH200-EFA-ring-nccl2.27.7"])
     tops = sweeps.largest_size_points()
     assert tops["system"].is_unique
-    assert "GB/s" in str(cl.viz.hardware.published_busbw_chart(tops).to_dict())
+    assert "GB/s" in str(cl.collectives.chart.published_busbw_chart(tops).to_dict())

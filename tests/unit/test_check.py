@@ -10,7 +10,12 @@ pytestmark = pytest.mark.dist
 
 
 def test_reference_solution_passes(capsys):
-    assert cl.check.reduce_then_broadcast(cl.solutions.reduce_then_broadcast) is True
+    assert (
+        cl.message_passing.check.reduce_then_broadcast(
+            cl.message_passing.answer.reduce_then_broadcast
+        )
+        is True
+    )
     assert "\u2714 reduce_then_broadcast" in capsys.readouterr().out
 
 
@@ -18,7 +23,7 @@ def test_a_stub_is_not_attempted(capsys):
     def stub(tensor, rank, world_size):
         raise NotImplementedError
 
-    assert cl.check.reduce_then_broadcast(stub) is False
+    assert cl.message_passing.check.reduce_then_broadcast(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
 
@@ -34,23 +39,23 @@ def test_an_answer_that_forgets_the_broadcast_fails_with_a_hint():
         return tensor
 
     with pytest.raises(AssertionError, match="did rank 0 send the total back"):
-        cl.check.reduce_then_broadcast(reduce_only)
+        cl.message_passing.check.reduce_then_broadcast(reduce_only)
 
 
 def test_a_deadlocked_answer_becomes_a_hint_not_a_hang(monkeypatch):
-    monkeypatch.setattr(cl.check, "CHECK_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(cl.core.checks, "CHECK_TIMEOUT_S", 2.0)
 
     def deadlock(tensor, rank, world_size):
         dist.recv(tensor, (rank + 1) % world_size)  # everyone waits, nobody sends
         return tensor
 
     with pytest.raises(AssertionError, match="deadlock"):
-        cl.check.reduce_then_broadcast(deadlock, world_sizes=(2,))
+        cl.message_passing.check.reduce_then_broadcast(deadlock, world_sizes=(2,))
 
 
 def test_the_check_needs_a_function():
     with pytest.raises(ValueError, match="fn="):
-        cl.check.reduce_then_broadcast(None)
+        cl.message_passing.check.reduce_then_broadcast(None)
 
 
 def test_reduce_then_broadcast_fails_when_it_calls_all_reduce():
@@ -59,7 +64,9 @@ def test_reduce_then_broadcast_fails_when_it_calls_all_reduce():
         return tensor
 
     with pytest.raises(AssertionError, match=r"called dist\.all_reduce.*send"):
-        cl.check.reduce_then_broadcast(with_all_reduce, world_sizes=(2,))
+        cl.message_passing.check.reduce_then_broadcast(
+            with_all_reduce, world_sizes=(2,)
+        )
 
 
 def test_reduce_then_broadcast_fails_when_it_uses_reduce_and_broadcast():
@@ -69,7 +76,9 @@ def test_reduce_then_broadcast_fails_when_it_uses_reduce_and_broadcast():
         return tensor
 
     with pytest.raises(AssertionError, match=r"dist\.broadcast, dist\.reduce"):
-        cl.check.reduce_then_broadcast(reduce_then_bcast, world_sizes=(2,))
+        cl.message_passing.check.reduce_then_broadcast(
+            reduce_then_bcast, world_sizes=(2,)
+        )
 
 
 def test_reduce_then_broadcast_fails_when_a_collective_was_imported_by_name():
@@ -79,9 +88,9 @@ def test_reduce_then_broadcast_fails_when_a_collective_was_imported_by_name():
         all_reduce(tensor)
         return tensor
 
-    assert cl.check.messages.collectives_in_source(imported) == ["all_reduce"]
+    assert cl.message_passing.check.collectives_in_source(imported) == ["all_reduce"]
     with pytest.raises(AssertionError, match=r"its code calls dist\.all_reduce"):
-        cl.check.reduce_then_broadcast(imported, world_sizes=(2,))
+        cl.message_passing.check.reduce_then_broadcast(imported, world_sizes=(2,))
 
 
 def test_source_scan_ignores_tensor_methods_and_functools_reduce():
@@ -93,8 +102,10 @@ def test_source_scan_ignores_tensor_methods_and_functools_reduce():
         dist.barrier()
         return tensor
 
-    assert cl.check.messages.collectives_in_source(fine) == []
+    assert cl.message_passing.check.collectives_in_source(fine) == []
     assert (
-        cl.check.messages.collectives_in_source(cl.solutions.reduce_then_broadcast)
+        cl.message_passing.check.collectives_in_source(
+            cl.message_passing.answer.reduce_then_broadcast
+        )
         == []
     )

@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.sim.clock_sweeps import skew_sweep
-from clusterlab.sim.clocks import ClockParams, simulate, skew, time_to_skew
+from clusterlab.clocks.sim import ClockParams, simulate, skew, skew_sweep, time_to_skew
 
 
 def _first_time_at(df, skew_s):
@@ -156,8 +155,8 @@ def test_simulate_needs_params_and_time_to_skew_checks_its_input():
 
 
 def test_reachable_from_the_package():
-    assert cl.sim.clocks.simulate is simulate
+    assert cl.clocks.sim.simulate is simulate
     # the sweep lives in its own module; the old name still reaches it
-    assert cl.sim.clocks.skew_sweep is skew_sweep is cl.sim.skew_sweep
+    assert cl.clocks.sim.skew_sweep is skew_sweep is cl.clocks.sim.skew_sweep
     with pytest.raises(AttributeError, match="no_such_name"):
-        cl.sim.clocks.no_such_name  # noqa: B018
+        cl.clocks.sim.no_such_name  # noqa: B018

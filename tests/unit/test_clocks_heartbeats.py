@@ -3,13 +3,13 @@
 import pandas as pd
 import pytest
 
-from clusterlab.dist import heartbeat_check
-from clusterlab.dist.heartbeat_check import (
+from clusterlab.clocks import heartbeat_check
+from clusterlab.clocks.heartbeat_check import (
     check_heartbeat_detectors,
     late_heartbeats,
     measure_heartbeats,
 )
-from clusterlab.dist.heartbeats import (
+from clusterlab.clocks.heartbeats import (
     MonotonicDetector,
     WallClockDetector,
     run_heartbeats,

@@ -7,9 +7,8 @@ import pytest
 
 import clusterlab as cl
 import widget_helpers as wh
-from clusterlab.sim.clock_sweeps import skew_sweep
-from clusterlab.sim.clocks import ClockParams, simulate, skew
-from clusterlab.sim.logical_clocks import LogicalParams, simulate_messages
+from clusterlab.clocks.logical import LogicalParams, simulate_messages
+from clusterlab.clocks.sim import ClockParams, simulate, skew, skew_sweep
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +36,8 @@ def _params(spec):
 
 def test_clock_charts_have_titles_and_units(runs):
     charts = [
-        cl.viz.clock_error_chart(runs[runs["protocol"] == "none"]),
-        cl.viz.skew_chart(skew(runs)),
+        cl.clocks.chart.clock_error_chart(runs[runs["protocol"] == "none"]),
+        cl.clocks.chart.skew_chart(skew(runs)),
     ]
     for chart in charts:
         text = json.dumps(chart.to_dict())
@@ -47,12 +46,12 @@ def test_clock_charts_have_titles_and_units(runs):
 
 
 def test_the_skew_chart_marks_the_17_ms_of_claim_p2(runs):
-    text = json.dumps(cl.viz.skew_chart(skew(runs)).to_dict())
+    text = json.dumps(cl.clocks.chart.skew_chart(skew(runs)).to_dict())
     assert "17 ms" in text and "0.017" in text
 
 
 def test_the_explorer_has_two_sliders_and_a_protocol_radio(sweep):
-    spec = cl.viz.skew_explorer_chart(sweep).to_dict()
+    spec = cl.clocks.chart.skew_explorer_chart(sweep).to_dict()
     params = _params(spec)
     assert params["log_drift"]["bind"]["input"] == "range"
     assert params["log_interval"]["bind"]["input"] == "range"
@@ -64,7 +63,7 @@ def test_the_explorer_has_two_sliders_and_a_protocol_radio(sweep):
 
 def test_the_space_time_diagram_switches_clocks_with_a_radio():
     ev = simulate_messages(LogicalParams(clock_offsets_s=(0.0, -0.02, 0.01)), seed=1)
-    spec = cl.viz.spacetime_chart(ev).to_dict()
+    spec = cl.clocks.spacetime.spacetime_chart(ev).to_dict()
     params = _params(spec)
     assert params["time_axis"]["bind"]["input"] == "radio"
     text = json.dumps(spec)
@@ -74,13 +73,13 @@ def test_the_space_time_diagram_switches_clocks_with_a_radio():
 
 def test_charts_refuse_the_wrong_table():
     with pytest.raises(ValueError, match="lacks the column"):
-        cl.viz.skew_chart(pd.DataFrame({"time_s": [0.0]}))
+        cl.clocks.chart.skew_chart(pd.DataFrame({"time_s": [0.0]}))
     with pytest.raises(ValueError, match="DataFrame"):
-        cl.viz.spacetime_chart([1, 2])
+        cl.clocks.spacetime.spacetime_chart([1, 2])
 
 
 def test_the_widget_updates_quickly_at_its_defaults():
-    box = cl.ui.clock_skew_explorer()
+    box = cl.clocks.widget.clock_skew_explorer()
     drift = wh.control(box, "largest drift")
     best = min(
         wh.cpu_seconds(lambda v=value: setattr(drift, "value", v))
@@ -89,7 +88,7 @@ def test_the_widget_updates_quickly_at_its_defaults():
     assert "largest skew" in wh.text(box)
     assert best < 1.0, f"an update took {best * 1e3:.0f} ms (target < 200 ms)"
     with pytest.raises(ValueError, match="base="):
-        cl.ui.clock_skew_explorer(base={"protocol": "ntp"})
+        cl.clocks.widget.clock_skew_explorer(base={"protocol": "ntp"})
 
 
 def test_every_widget_control_changes_the_chart_or_says_why_not(monkeypatch):
@@ -97,7 +96,7 @@ def test_every_widget_control_changes_the_chart_or_says_why_not(monkeypatch):
 
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
-    box = cl.ui.clock_skew_explorer(ClockParams(duration_s=900.0))
+    box = cl.clocks.widget.clock_skew_explorer(ClockParams(duration_s=900.0))
 
     def spec():
         return json.dumps(shown[-1].to_dict(), sort_keys=True)
@@ -124,7 +123,9 @@ def test_clock_charts_stay_small():
         sample_interval_s=1.0,
         wander_ppm_per_hour=0.0,
     )
-    error_spec = json.dumps(cl.viz.clock_error_chart(simulate(free, seed=0)).to_dict())
+    error_spec = json.dumps(
+        cl.clocks.chart.clock_error_chart(simulate(free, seed=0)).to_dict()
+    )
     assert len(error_spec) < 30_000
     sweep = skew_sweep(
         [1.0, 10.0, 100.0],
@@ -132,7 +133,7 @@ def test_clock_charts_stay_small():
         base=ClockParams(duration_s=300.0),
         bins=16,
     )
-    spec = cl.viz.skew_explorer_chart(sweep).to_dict()
+    spec = cl.clocks.chart.skew_explorer_chart(sweep).to_dict()
     assert len(json.dumps(spec)) < 30_000
     rows = next(iter(spec["datasets"].values()))
     assert len(rows) == 3 * 5 * 16 and {"none", "ntp", "ptp"} <= set(rows[0])

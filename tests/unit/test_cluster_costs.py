@@ -66,7 +66,7 @@ def test_fabric_follows_the_switch_layers():
 
 
 def test_the_capex_backtest_passes_the_model(capsys):
-    assert cl.check.capex_backtest(cc.fabric_capex) is True
+    assert cl.economics.check.capex_backtest(cc.fabric_capex) is True
     assert "6 published clusters" in capsys.readouterr().out
 
 
@@ -80,14 +80,14 @@ def test_the_capex_backtest_fails_a_wrong_price_and_a_wrong_model():
         )
 
     with pytest.raises(AssertionError, match="switches_usd"):
-        cl.check.capex_backtest(nvidia_switches)
+        cl.economics.check.capex_backtest(nvidia_switches)
 
     def one_layer_always(n):  # forgets the spine switches of larger fabrics
         f = cc.fabric_capex(n)
         return {**f, "switches": math.ceil(n / 64)}
 
     with pytest.raises(AssertionError, match="switches"):
-        cl.check.capex_backtest(one_layer_always)
+        cl.economics.check.capex_backtest(one_layer_always)
 
 
 def test_e1_capex_from_the_rows():
@@ -200,7 +200,7 @@ def test_w5_defaults_come_from_rows_and_a_tiny_budget_is_refused():
 
 
 def test_capex_chart_draws_the_table():
-    spec = cl.viz.economics.capex_chart(cc.e1_capex_table()).to_dict()
+    spec = cl.economics.chart.capex_chart(cc.e1_capex_table()).to_dict()
     assert isinstance(
         pd.DataFrame(spec["datasets"][next(iter(spec["datasets"]))]), pd.DataFrame
     )

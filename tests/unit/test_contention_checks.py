@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clusterlab.interconnects import measure as pc
 from clusterlab.models import contention as mc
-from clusterlab.perf import contention as pc
 
 SPEEDS, WORK_S, COMM_S = [0.5, 1.0, 1.0, 1.0], 0.04, 0.002
 

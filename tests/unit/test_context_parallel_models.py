@@ -1,6 +1,6 @@
 """Context parallelism's models, its blockwise attention, layouts and charts.
 
-The ring on real ranks is in tests/dist/test_context_parallel.py; here
+The ring on real ranks is in tests/distributed/test_context_parallel.py; here
 everything that runs in one process.
 """
 
@@ -11,13 +11,13 @@ import torch
 import torch.nn.functional as F
 
 import clusterlab as cl
-from clusterlab.dist.context_blocks import (
+from clusterlab.long_context.blocks import (
     block_attention_backward,
     block_attention_forward,
     block_pairs,
     merge_partial_attention,
 )
-from clusterlab.dist.context_parallel import (
+from clusterlab.long_context.ranks import (
     chunk_ids,
     ring_attention,
     ulysses_attention,
@@ -142,7 +142,9 @@ def test_merging_key_blocks_equals_attention_over_all_keys():
             out, lse, *block_attention_forward(q, ks, vs, scale)
         )
     assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v))
-    assert cl.solutions.merge_partial_attention(out, lse, out, lse)[0].allclose(out)
+    assert cl.long_context.answer.merge_partial_attention(out, lse, out, lse)[
+        0
+    ].allclose(out)
 
 
 def test_block_backward_equals_autograd_on_a_diagonal_block():
@@ -205,22 +207,22 @@ def test_ulysses_refuses_bad_shapes_before_any_message():
 
 def test_charts_draw_small_and_refuse_missing_columns():
     charts = [
-        cl.viz.long_context.cp_time_chart(lcm.long_context_time_sweep()),
-        cl.viz.long_context.cp_memory_chart(lcm.long_context_memory_sweep()),
+        cl.long_context.chart.cp_time_chart(lcm.long_context_time_sweep()),
+        cl.long_context.chart.cp_memory_chart(lcm.long_context_memory_sweep()),
     ]
     for chart in charts:
         assert len(json.dumps(chart.to_dict())) < 50_000
     with pytest.raises(ValueError, match="exposed_share"):
-        cl.viz.long_context.cp_time_chart(lcm.long_context_comm_sweep())
+        cl.long_context.chart.cp_time_chart(lcm.long_context_comm_sweep())
 
 
 def test_the_widget_redraws_for_its_controls():
-    box = cl.ui.long_context.cp_time_widget()
+    box = cl.long_context.widget.cp_time_widget()
     before = box.children[1].value
     box.children[0].children[1].value = 32
     assert box.children[1].value != before
     with pytest.raises(ValueError, match="model='GPT-5'"):
-        cl.ui.long_context.cp_time_widget(model="GPT-5")
+        cl.long_context.widget.cp_time_widget(model="GPT-5")
 
 
 def test_time_sweep_hides_the_ring_exactly_from_the_overlap_threshold():

@@ -7,17 +7,17 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check import control_plane as C
-from clusterlab.dist.control_plane_store import agent_line
-from clusterlab.dist.etcd_server import etcd_missing
-from clusterlab.models import consensus as M
-from clusterlab.sim.scheduler import Job, SchedulerParams, simulate
-from clusterlab.solutions.control_plane import commit_index
-from clusterlab.viz.control_plane import (
+from clusterlab.control_plane import check as C
+from clusterlab.control_plane.answer import commit_index
+from clusterlab.control_plane.chart import (
     election_chart,
     schedule_chart,
     write_latency_chart,
 )
+from clusterlab.control_plane.etcd import etcd_missing
+from clusterlab.control_plane.sim import Job, SchedulerParams, simulate
+from clusterlab.control_plane.store import agent_line
+from clusterlab.models import consensus as M
 
 A, B, D = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"
 
@@ -182,7 +182,7 @@ def test_commit_index_exercise_check(capsys):
         C.commit_index(lambda m: sorted(m)[len(m) // 2])  # sorted the wrong way
     with pytest.raises(ValueError, match="fn"):
         C.commit_index(3)
-    assert cl.check.commit_index is not None
+    assert cl.control_plane.check.commit_index is not None
 
 
 def test_consensus_model():

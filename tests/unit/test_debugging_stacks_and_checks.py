@@ -6,26 +6,22 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check.debugging import (
+from clusterlab.debugging import evidence as C
+from clusterlab.debugging.answer import diagnose_hung_job
+from clusterlab.debugging.check import (
     FAULT_CAUSES,
     hung_job_diagnosis,
     synthetic_hung_job,
 )
-from clusterlab.dist import debugging_checks as C
-from clusterlab.dist.debugging import FaultyJob
-from clusterlab.dist.debugging_stacks import (
+from clusterlab.debugging.faults import FaultyJob
+from clusterlab.debugging.profile import hidden_fraction, step_events
+from clusterlab.debugging.stacks import (
     format_current_frames,
     group_stacks,
     odd_ranks,
     parse_stack,
 )
-from clusterlab.dist.debugging_timings import (
-    outliers,
-    simulated_step_timings,
-    slow_ranks,
-)
-from clusterlab.perf.profile_step import hidden_fraction, step_events
-from clusterlab.solutions.debugging import diagnose_hung_job
+from clusterlab.debugging.timings import outliers, simulated_step_timings, slow_ranks
 
 PYSPY = """Process 16151: python train.py
 Python v3.11.7 (/usr/bin/python3.11)
@@ -34,14 +30,14 @@ Thread 16151 (idle): "Thread-1 (<lambda>)"
     all_reduce (torch/distributed/distributed_c10d.py:3252)
     _exception_logger.<locals>.wrapper (torch/distributed/c10d_logger.py:83)
     w (dbg.py:10)
-    _rank_main (clusterlab/dist/rank_main.py:69)
+    _rank_main (clusterlab/core/rank_main.py:69)
     BaseProcess.run (multiprocessing/process.py:108)
 """
 FAULTHANDLER = """Current thread 0x00007fc062bff6c0 (most recent call first):
   File "/v/torch/distributed/distributed_c10d.py", line 3250 in all_reduce
   File "/v/torch/distributed/c10d_logger.py", line 83 in wrapper
   File "/tmp/dbg.py", line 10 in w
-  File "/src/clusterlab/dist/rank_main.py", line 69 in _rank_main
+  File "/src/clusterlab/core/rank_main.py", line 69 in _rank_main
   File "/usr/lib/python3.11/multiprocessing/process.py", line 108 in run
 """
 LOADER = PYSPY.replace(
@@ -210,22 +206,22 @@ def test_synthetic_jobs_have_their_culprit_as_the_odd_rank():
 
 def test_charts_draw_and_reject_bad_frames():
     timings = simulated_step_timings(8, slow_rank=2, slow_factor=2.0, steps=5)
-    spec = cl.viz.debugging.step_times_chart(timings, [2], 0.15).to_dict()
+    spec = cl.debugging.chart.step_times_chart(timings, [2], 0.15).to_dict()
     assert "layer" in spec
     ev = _events(22)
-    assert cl.viz.debugging.step_timeline_chart(ev).to_dict()["mark"]["type"] == "bar"
+    assert cl.debugging.chart.step_timeline_chart(ev).to_dict()["mark"]["type"] == "bar"
     two = pd.concat([ev.assign(setting="a"), ev.assign(setting="b")])
-    assert "facet" in cl.viz.debugging.step_timeline_chart(two).to_dict()
+    assert "facet" in cl.debugging.chart.step_timeline_chart(two).to_dict()
     groups = group_stacks({0: PYSPY, 1: LOADER, 2: PYSPY})
     assert (
-        cl.viz.debugging.stack_groups_chart(groups).to_dict()["mark"]["type"] == "bar"
+        cl.debugging.chart.stack_groups_chart(groups).to_dict()["mark"]["type"] == "bar"
     )
     with pytest.raises(ValueError, match="lacks"):
-        cl.viz.debugging.step_times_chart(pd.DataFrame({"rank": [0]}))
+        cl.debugging.chart.step_times_chart(pd.DataFrame({"rank": [0]}))
 
 
 def test_widget_view_names_the_slow_rank():
-    chart, text = cl.ui.debugging.slow_rank_view(
+    chart, text = cl.debugging.widget.slow_rank_view(
         dict(world_size=12, slow_factor=2.0, cv=0.1, ratio=1.5, steps=10)
     )
     assert "flags [4]" in text and chart.to_dict()

@@ -105,33 +105,33 @@ def test_more_io_never_raises_the_speedup(dense, io1, io2):
 
 def test_the_chart_has_a_workload_radio_and_the_reasons():
     df = decision_table(PRESETS.values(), HW)
-    spec = cl.viz.decision_chart(df).to_dict()
+    spec = cl.decide.chart.decision_chart(df).to_dict()
     assert spec["params"][0]["bind"]["input"] == "radio"
     assert set(df["workload"]) == set(PRESETS)
     with pytest.raises(ValueError, match="lacks the column"):
-        cl.viz.decision_chart(df.drop(columns="reason"))
+        cl.decide.chart.decision_chart(df.drop(columns="reason"))
 
 
 def test_the_widget_follows_its_preset():
-    box = cl.ui.decision_helper(HW, start="web serving")
+    box = cl.decide.widget.decision_helper(HW, start="web serving")
     assert "distributed CPU" in wh.text(box)
     wh.control(box, "start from").value = "LLM training (70B)"
     assert "GPU cluster" in wh.text(box)
     with pytest.raises(ValueError, match="start="):
-        cl.ui.decision_helper(HW, start="nope")
-    assert "GPU cluster" in wh.text(cl.ui.decision_helper())
+        cl.decide.widget.decision_helper(HW, start="nope")
+    assert "GPU cluster" in wh.text(cl.decide.widget.decision_helper())
 
 
 def test_the_exercise_check(capsys):
-    assert cl.check.cheaper_on_gpu(cl.solutions.cheaper_on_gpu) is True
+    assert cl.decide.check.cheaper_on_gpu(cl.decide.answer.cheaper_on_gpu) is True
 
     def stub(speedup, gpu_price, cpu_price):
         raise NotImplementedError
 
-    assert cl.check.cheaper_on_gpu(stub) is False
+    assert cl.decide.check.cheaper_on_gpu(stub) is False
 
     def faster_is_cheaper(speedup, gpu_price, cpu_price):
         return speedup > 1
 
     with pytest.raises(AssertionError, match="50x"):
-        cl.check.cheaper_on_gpu(faster_is_cheaper)
+        cl.decide.check.cheaper_on_gpu(faster_is_cheaper)

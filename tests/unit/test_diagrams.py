@@ -9,19 +9,24 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.viz.diagrams import (
-    _base,
-    at_scale,
-    collectives,
-    data_parallel,
-    experts,
-    hardware,
-    machines,
-    model_parallel,
-    paradigm,
-    precision,
-)
-from clusterlab.viz.theme import lean_spec
+from clusterlab.checkpointing import diagram as checkpointing_diagram
+from clusterlab.collectives import diagram as hardware
+from clusterlab.core import diagram as _base
+from clusterlab.core.theme import lean_spec
+from clusterlab.data_parallel import diagram as data_parallel
+from clusterlab.decide import diagram as decide_diagram
+from clusterlab.economics import diagram as economics_diagram
+from clusterlab.experts import diagram as experts
+from clusterlab.failures import diagram as failures_diagram
+from clusterlab.long_context import diagram as long_context_diagram
+from clusterlab.message_passing import diagram as paradigm
+from clusterlab.pipeline import diagram as model_parallel
+from clusterlab.planner import diagram as planner_diagram
+from clusterlab.precision import diagram as precision
+from clusterlab.ring import diagram as collectives
+from clusterlab.roofline import diagram as machines
+from clusterlab.stragglers import diagram as at_scale
+from clusterlab.tensor_parallel import diagram as tensor_parallel_diagram
 
 rate = _base.rate_label
 
@@ -101,7 +106,7 @@ def test_tree_and_nvls_end_with_the_whole_sum(spec):
 
 
 def test_space_time_stamps_are_the_simulated_clocks():
-    ev = cl.sim.logical_clocks.simulate_messages(cl.sim.logical_clocks.LogicalParams())
+    ev = cl.clocks.logical.simulate_messages(cl.clocks.logical.LogicalParams())
     for stamps, col in (("lamport", "lamport"), ("vector", "vector")):
         nodes, links, _ = paradigm.space_time_spec(ev, stamps)
         events = nodes[nodes["id"].str.fullmatch(r"e\d+")]
@@ -113,7 +118,9 @@ def test_space_time_stamps_are_the_simulated_clocks():
 
 
 def test_failure_detector_shows_a_false_suspicion_and_the_crash():
-    nodes, links, _ = paradigm.failure_detector_spec()
+    nodes, links, _ = failures_diagram.failure_detector_spec(
+        cl.failures.sim.detector_example()
+    )
     kinds = set(nodes["kind"])
     assert {"false suspicion", "suspected", "crash", "heartbeat"} <= kinds
 
@@ -139,7 +146,7 @@ def test_pipeline_lanes_are_the_simulated_schedule():
 
 
 def test_layout_puts_tensor_ranks_on_one_node():
-    nodes = model_parallel.layout_spec(tp=4, pp=2, dp=2)
+    nodes = planner_diagram.layout_spec(tp=4, pp=2, dp=2)
     gpus = nodes[nodes["tp_rank"] >= 0]
     assert len(gpus) == 16
     node_of = gpus["id"].str.removeprefix("gpu").astype(int) // 8
@@ -149,14 +156,14 @@ def test_layout_puts_tensor_ranks_on_one_node():
 
 
 def test_straggler_barrier_is_the_slowest_worker():
-    bars = at_scale.straggler_bars(8)
+    bars = cl.stragglers.sim.straggler_bars(8)
     compute = bars[bars["kind"] == "compute"]
     assert bars["end"].max() == compute["end"].max()
     assert compute["end"].idxmax() == compute.index[-1]
 
 
 def test_checkpoint_timeline_has_lost_work():
-    bars = at_scale.checkpoint_bars()
+    bars = cl.checkpointing.sim.checkpoint_bars()
     assert {"work", "checkpoint", "lost work", "restart"} <= set(bars["kind"])
 
 
@@ -164,7 +171,7 @@ def test_moe_and_ring_attention_specs():
     nodes, links, n = experts.moe_routing_spec()
     dispatch = links[links["kind"] == "dispatch"]
     assert dispatch["dst"].tolist() == [f"e{e}" for e in experts.DEFAULT_ROUTES]
-    nodes, links, n = experts.ring_attention_spec(4)
+    nodes, links, n = long_context_diagram.ring_attention_spec(4)
     step1 = nodes[(nodes["t0"] == 1) & nodes["id"].str.startswith("s")]
     assert step1["label"].tolist() == ["K3,V3", "K0,V0", "K1,V1", "K2,V2"]
 
@@ -184,22 +191,29 @@ BUILDERS = {
     "ring": collectives.ring_allreduce_diagram,
     "tree": collectives.tree_allreduce_diagram,
     "nvls": collectives.nvls_allreduce_diagram,
-    "space_time": lambda: paradigm.space_time_diagram(crash_process=2),
-    "detector": paradigm.failure_detector_diagram,
+    "space_time": lambda: paradigm.space_time_diagram(
+        cl.clocks.logical.simulate_messages(cl.clocks.logical.LogicalParams()),
+        crash_process=2,
+    ),
+    "detector": lambda: failures_diagram.failure_detector_diagram(
+        cl.failures.sim.detector_example()
+    ),
     "buckets": data_parallel.bucket_overlap_diagram,
     "zero": data_parallel.zero_stages_diagram,
     "fsdp": data_parallel.fsdp_cycle_diagram,
-    "tp": model_parallel.tensor_parallel_diagram,
-    "sp": lambda: model_parallel.tensor_parallel_diagram(True),
+    "tp": tensor_parallel_diagram.tensor_parallel_diagram,
+    "sp": lambda: tensor_parallel_diagram.tensor_parallel_diagram(True),
     "pipeline": model_parallel.pipeline_schedules_diagram,
-    "layout": model_parallel.layout_diagram,
-    "straggler": at_scale.straggler_diagram,
-    "checkpoints": at_scale.checkpoint_timeline_diagram,
-    "decision": at_scale.decision_diagram,
+    "layout": planner_diagram.layout_diagram,
+    "straggler": lambda: at_scale.straggler_diagram(cl.stragglers.sim.straggler_bars()),
+    "checkpoints": lambda: checkpointing_diagram.checkpoint_timeline_diagram(
+        cl.checkpointing.sim.checkpoint_bars()
+    ),
+    "decision": decide_diagram.decision_diagram,
     "moe": experts.moe_routing_diagram,
-    "ring_attention": experts.ring_attention_diagram,
+    "ring_attention": long_context_diagram.ring_attention_diagram,
     "compute_memory": machines.compute_memory_diagram,
-    "capex": machines.capex_diagram,
+    "capex": economics_diagram.capex_diagram,
     "format_bits": precision.format_bits_diagram,
 }
 STEPPED = {"ring", "tree", "nvls", "space_time", "detector", "moe", "ring_attention"}
@@ -223,16 +237,16 @@ def test_compute_memory_labels_are_the_data_rows():
 
 
 def test_capex_boxes_add_up_to_the_published_total():
-    nodes = machines.capex_spec(512)
+    nodes = economics_diagram.capex_spec(512)
     row = cl.published.row("cluster_capex_published", n_gpus=512)
     assert nodes["usd"].sum() == pytest.approx(row["total_usd"], rel=1e-6)
     assert nodes["share"].sum() == pytest.approx(1.0)
 
 
 def test_a_layout_with_context_parallelism_keeps_tp_inside_a_node():
-    nodes = model_parallel.layout_spec(tp=2, pp=2, dp=2, cp=2)
+    nodes = planner_diagram.layout_spec(tp=2, pp=2, dp=2, cp=2)
     gpus = nodes[nodes["tp_rank"] >= 0]
     assert len(gpus) == 16 and set(gpus["cp_rank"]) == {0, 1}
     assert gpus["label"].str.contains("c1").any()
     with pytest.raises(ValueError, match="multiple"):
-        model_parallel.layout_spec(tp=3, pp=1, dp=1)
+        planner_diagram.layout_spec(tp=3, pp=1, dp=1)

@@ -5,7 +5,7 @@ import math
 import pytest
 
 import clusterlab as cl
-from clusterlab.viz.diagrams import precision
+from clusterlab.precision import diagram as precision
 
 TABLE = cl.models.precision.format_table()
 

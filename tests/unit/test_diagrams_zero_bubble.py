@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusterlab.models.pipeline import simulate_schedule, simulated_bubble
-from clusterlab.models.pipeline_zero_bubble import zero_bubble_schedule
+from clusterlab.models.pipeline_schedules import zero_bubble_schedule
 
 
 def _respects_dependencies(df, p) -> bool:

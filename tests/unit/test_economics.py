@@ -192,7 +192,7 @@ def test_sweeps_live_in_the_model_and_the_charts_check_their_columns():
     assert len(table) == 4
     curve = bt.useful_hour_table(3.0, [0.5, 1.0])
     assert curve["owned"].iloc[1] == pytest.approx(eco.useful_hour_cost(1.0))
-    v = cl.viz.economics
+    v = cl.economics.chart
     assert "layer" in v.breakeven_sweep_chart(table).to_dict()
     assert "layer" in v.useful_hour_curve(curve).to_dict()
     assert v.useful_hour_chart(curve).to_dict()["mark"]["type"] == "bar"
@@ -207,7 +207,7 @@ def test_sweeps_live_in_the_model_and_the_charts_check_their_columns():
 
 
 def test_the_widget_starts_at_the_reference_price():
-    box = cl.ui.economics_explorer()
+    box = cl.economics.widget.economics_explorer()
     assert wh.control(box, "cloud $/GPU-h").value == pytest.approx(eco.cloud_price())
     before = wh.text(box)
     wh.control(box, "utilisation").value = 1.0
@@ -217,26 +217,31 @@ def test_the_widget_starts_at_the_reference_price():
 def test_the_exercise_check_passes_the_solution_and_catches_a_wrong_one(capsys):
     import clusterlab as cl
 
-    assert cl.check.price_for_breakeven(cl.solutions.price_for_breakeven) is True
+    assert (
+        cl.economics.check.price_for_breakeven(cl.economics.answer.price_for_breakeven)
+        is True
+    )
 
     def stub(target_u, **onprem):
         raise NotImplementedError
 
-    assert cl.check.price_for_breakeven(stub) is False
+    assert cl.economics.check.price_for_breakeven(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
     def forgets_power(target_u, **onprem):
         return eco.onprem_hourly(**onprem)["fixed"] / target_u
 
     with pytest.raises(AssertionError, match="fixed / u \\+ power"):
-        cl.check.price_for_breakeven(forgets_power)
+        cl.economics.check.price_for_breakeven(forgets_power)
 
 
 # --- the break-even formula against a lifetime ledger -----------------------------
 
 
 def test_the_breakeven_matches_a_lifetime_ledger(capsys):
-    assert cl.check.breakeven_ledger_backtest(eco.breakeven_utilization) is True
+    assert (
+        cl.economics.check.breakeven_ledger_backtest(eco.breakeven_utilization) is True
+    )
     assert "lifetime ledger at 8 prices" in capsys.readouterr().out
     ledger = cl.models.breakeven.lifetime_ledger(0.5)
     parts = ("purchase", "operations", "facility", "electricity")
@@ -258,7 +263,7 @@ def test_the_ledger_backtest_fails_when_the_model_drops_a_term(wrong):
         return eco.breakeven_utilization(price, **wrong)
 
     with pytest.raises(AssertionError, match="lifetime ledger"):
-        cl.check.breakeven_ledger_backtest(mutated)
+        cl.economics.check.breakeven_ledger_backtest(mutated)
 
 
 def test_the_ledger_backtest_fails_when_power_is_left_out_of_the_margin():
@@ -266,7 +271,7 @@ def test_the_ledger_backtest_fails_when_power_is_left_out_of_the_margin():
         return eco.onprem_hourly()["fixed"] / price
 
     with pytest.raises(AssertionError, match="ledger"):
-        cl.check.breakeven_ledger_backtest(no_power)
+        cl.economics.check.breakeven_ledger_backtest(no_power)
     with pytest.raises(ValueError, match="utilization"):
         cl.models.breakeven.lifetime_ledger(1.5)
 
@@ -275,12 +280,12 @@ def test_the_ledger_backtest_fails_when_power_is_left_out_of_the_margin():
 
 
 def test_a_measured_pipeline_gains_little_on_a_gpu():
-    pre = cl.perf.measure_traits(["data preprocessing"])
-    assert cl.check.pipeline_gpu_gain(pre) < 1.5
+    pre = cl.roofline.workloads.measure_traits(["data preprocessing"])
+    assert cl.economics.check.pipeline_gpu_gain(pre) < 1.5
 
 
 def test_the_pipeline_check_fails_when_the_pipeline_is_measured_dense():
-    pre = cl.perf.measure_traits(["data preprocessing"])
+    pre = cl.roofline.workloads.measure_traits(["data preprocessing"])
     dense = pre.assign(
         dense_fraction=1.0,
         io_fraction=0.0,
@@ -289,6 +294,6 @@ def test_the_pipeline_check_fails_when_the_pipeline_is_measured_dense():
         intensity=100.0,
     )
     with pytest.raises(AssertionError, match="faster"):
-        cl.check.pipeline_gpu_gain(dense)
+        cl.economics.check.pipeline_gpu_gain(dense)
     with pytest.raises(ValueError, match="no row"):
-        cl.check.pipeline_gpu_gain(pre, name="web crawler")
+        cl.economics.check.pipeline_gpu_gain(pre, name="web crawler")

@@ -5,21 +5,21 @@ import clusterlab as cl
 
 def test_smoke_is_the_default(monkeypatch):
     monkeypatch.delenv("CLUSTERLAB_SMOKE", raising=False)
-    assert cl.is_smoke()
+    assert cl.core.env.is_smoke()
     assert cl.size(smoke=1, full=2) == 1
 
 
 @pytest.mark.parametrize("raw", ["0", "false", "no", "OFF"])
 def test_full_size_is_opt_in(monkeypatch, raw):
     monkeypatch.setenv("CLUSTERLAB_SMOKE", raw)
-    assert not cl.is_smoke()
+    assert not cl.core.env.is_smoke()
     assert cl.size(smoke=1, full=2) == 2
 
 
 def test_a_garbled_size_switch_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("CLUSTERLAB_SMOKE", "maybe")
     with pytest.raises(ValueError, match="CLUSTERLAB_SMOKE='maybe'"):
-        cl.is_smoke()
+        cl.core.env.is_smoke()
 
 
 def test_setup_seeds_and_reports(capsys):
@@ -45,6 +45,6 @@ def test_choose_backend_is_gloo_without_enough_gpus():
     import torch
 
     if torch.cuda.device_count() < 2:
-        assert cl.dist.choose_backend(2, verbose=False) == "gloo"
+        assert cl.core.backend.choose_backend(2, verbose=False) == "gloo"
     with pytest.raises(ValueError, match="world_size=0"):
-        cl.dist.choose_backend(0)
+        cl.core.backend.choose_backend(0)

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
+from clusterlab.checkpointing import sim as jf
+from clusterlab.failures import sim as hb
 from clusterlab.models import checkpointing as R
 from clusterlab.models import failures as MF
-from clusterlab.sim import checkpointing as jf
-from clusterlab.sim import failures as hb
 
 HOUR = 3600.0
 
@@ -117,17 +117,27 @@ def test_bad_parameters_are_named():
 
 def test_charts_and_widgets_build(capsys):
     sweep = hb.heartbeat_sweep(hb.HeartbeatParams(), [1.0, 2.0, 3.0])
-    assert "hconcat" in cl.viz.heartbeat_chart(sweep).to_dict()
+    assert "hconcat" in cl.failures.chart.heartbeat_chart(sweep).to_dict()
     grid = hb.heartbeat_grid(
         hb.HeartbeatParams(), [1.0, 2.0], jitters_ms=(50, 100), losses_pct=(0, 5)
     )
-    names = {p["name"] for p in cl.viz.heartbeat_explorer(grid).to_dict()["params"]}
+    names = {
+        p["name"]
+        for p in cl.failures.chart.heartbeat_explorer(grid).to_dict()["params"]
+    }
     assert names == {"jitter_ms", "loss_pct"}
-    spec = cl.viz.goodput_explorer().to_dict()
+    spec = cl.checkpointing.chart.goodput_explorer().to_dict()
     assert len(spec["params"]) == 4
     gp = jf.goodput_sweep(jf.JobParams(), [1000.0, 4000.0])
-    assert "layer" in cl.viz.goodput_chart(gp, young_s=4000.0, daly_s=3900.0).to_dict()
-    timeline = cl.viz.job_timeline_chart(jf.simulate(jf.JobParams(), 0)).to_dict()
+    assert (
+        "layer"
+        in cl.checkpointing.chart.goodput_chart(
+            gp, young_s=4000.0, daly_s=3900.0
+        ).to_dict()
+    )
+    timeline = cl.checkpointing.chart.job_timeline_chart(
+        jf.simulate(jf.JobParams(), 0)
+    ).to_dict()
     enc = timeline["encoding"]
     assert (enc["x"]["field"], enc["x2"]["field"], enc["color"]["field"]) == (
         "start_h",
@@ -136,22 +146,25 @@ def test_charts_and_widgets_build(capsys):
     )
     assert timeline["mark"]["type"] == "bar" and timeline["title"]
     df = pd.DataFrame({"fault": ["kill"], "rank": [0], "learned_s": [0.01]})
-    survivors = cl.viz.survivor_chart(df).to_dict()
+    survivors = cl.failures.chart.survivor_chart(df).to_dict()
     assert survivors["encoding"]["x"]["field"] == "learned_s"
     assert survivors["encoding"]["y"]["field"] == "fault"
-    assert len(cl.ui.failures.heartbeat_widget().children) == 2
-    assert len(cl.ui.checkpointing.goodput_widget().children) == 4
+    assert len(cl.failures.widget.heartbeat_widget().children) == 2
+    assert len(cl.checkpointing.widget.goodput_widget().children) == 4
 
 
 def test_the_detection_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
-    assert cl.check.mean_detection_time(cl.solutions.mean_detection_time) is True
+    assert (
+        cl.failures.check.mean_detection_time(cl.failures.answer.mean_detection_time)
+        is True
+    )
 
     def stub(t, dt, d):
         raise NotImplementedError
 
-    assert cl.check.mean_detection_time(stub) is False
+    assert cl.failures.check.mean_detection_time(stub) is False
     assert "not attempted" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="halfway"):
-        cl.check.mean_detection_time(lambda t, dt, d: t + d)
+        cl.failures.check.mean_detection_time(lambda t, dt, d: t + d)
     with pytest.raises(AssertionError, match="still on its way"):
-        cl.check.mean_detection_time(lambda t, dt, d: t - dt / 2)
+        cl.failures.check.mean_detection_time(lambda t, dt, d: t - dt / 2)

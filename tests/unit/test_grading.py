@@ -13,9 +13,9 @@ import nbformat
 import psutil
 import pytest
 
-from clusterlab import _grade_procs as procs
-from clusterlab import _grade_report as report
-from clusterlab.grade import lab_of
+from clusterlab.course import grade_procs as procs
+from clusterlab.course import grade_report as report
+from clusterlab.course.grade import lab_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,14 +32,14 @@ CHECKS = textwrap.dedent(
     def raises(speedup, gpu_price, cpu_price):
         return 1 / 0
 
-    cl.check.cheaper_on_gpu(stub)
-    cl.check.cheaper_on_gpu(cl.solutions.cheaper_on_gpu)
+    cl.decide.check.cheaper_on_gpu(stub)
+    cl.decide.check.cheaper_on_gpu(cl.decide.answer.cheaper_on_gpu)
     for answer in (wrong, raises):
         try:
-            cl.check.cheaper_on_gpu(answer)
+            cl.decide.check.cheaper_on_gpu(answer)
         except Exception as err:
             print(type(err).__name__, err)
-    print(cl.check.cheaper_on_gpu.__name__, type(cl.check).__name__)
+    print(cl.decide.check.cheaper_on_gpu.__name__, type(cl.decide.check).__name__)
     """
 )
 
@@ -64,7 +64,7 @@ def _run_checks(tmp_path, record: bool):
 def test_the_record_holds_each_verdict_and_printing_is_unchanged(tmp_path):
     printed, log = _run_checks(tmp_path, record=True)
     plain, _ = _run_checks(tmp_path / "plain", record=False)
-    assert printed.replace("_RecordingPackage", "module") == plain
+    assert printed.replace("_RecordingModule", "module") == plain
     events = [json.loads(line) for line in log.read_text().splitlines()]
     finals = [(e["check"], e["status"]) for e in events if e["status"] != "started"]
     assert finals == [
@@ -85,7 +85,12 @@ def test_without_the_variable_nothing_is_recorded(tmp_path):
 
 
 def _run(timeout_s=20.0, **kw):
-    sources = ["# md", "import clusterlab as cl", "cl.check.a(f)", "cl.check.b(g)"]
+    sources = [
+        "# md",
+        "import clusterlab as cl",
+        "cl.topic.check.a(f)",
+        "cl.topic.check.b(g)",
+    ]
     return report.Run(timeout_s, sources=sources, ready=True, **kw)
 
 
@@ -281,7 +286,7 @@ def test_a_check_that_returns_a_table_or_an_empty_list_is_recorded_as_a_pass(
 
     import pandas as pd
 
-    from clusterlab.check import _common
+    from clusterlab.core import checks as _common
 
     log = tmp_path / "checks.jsonl"
     monkeypatch.setenv("CLUSTERLAB_CHECK_RESULTS", str(log))

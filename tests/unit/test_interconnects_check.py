@@ -6,7 +6,10 @@ import clusterlab as cl
 
 
 def test_the_reference_ports_needed_passes(capsys):
-    assert cl.check.ports_needed(cl.solutions.ports_needed) is True
+    assert (
+        cl.interconnects.check.ports_needed(cl.interconnects.answer.ports_needed)
+        is True
+    )
     assert "\u2714 ports_needed" in capsys.readouterr().out
 
 
@@ -14,25 +17,25 @@ def test_a_stub_is_not_attempted(capsys):
     def stub(n_params, tokens_per_gpu, network, max_share=0.10):
         raise NotImplementedError
 
-    assert cl.check.ports_needed(stub) is False
+    assert cl.interconnects.check.ports_needed(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
 
 def test_ports_needed_fails_when_it_returns_one_port_too_many():
     def one_more(*args):
-        got = cl.solutions.ports_needed(*args)
+        got = cl.interconnects.answer.ports_needed(*args)
         return None if got is None else got + 1
 
     with pytest.raises(AssertionError, match="fewest"):
-        cl.check.ports_needed(one_more)
+        cl.interconnects.check.ports_needed(one_more)
 
 
 def test_ports_needed_fails_when_it_never_says_none():
     def always_eight(*args):
-        return cl.solutions.ports_needed(*args) or 8
+        return cl.interconnects.answer.ports_needed(*args) or 8
 
     with pytest.raises(AssertionError, match="return None"):
-        cl.check.ports_needed(always_eight)
+        cl.interconnects.check.ports_needed(always_eight)
 
 
 def test_ports_needed_fails_when_it_counts_overlap():
@@ -46,9 +49,9 @@ def test_ports_needed_fails_when_it_counts_overlap():
         return None
 
     with pytest.raises(AssertionError, match="no overlap"):
-        cl.check.ports_needed(with_overlap)
+        cl.interconnects.check.ports_needed(with_overlap)
 
 
 def test_ports_needed_rejects_a_non_function():
     with pytest.raises(ValueError, match="fn="):
-        cl.check.ports_needed(3)
+        cl.interconnects.check.ports_needed(3)

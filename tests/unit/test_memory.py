@@ -2,10 +2,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from clusterlab.models.activations import activation_memory_per_layer
 from clusterlab.models.compute import GPT3_175B, LLAMA2_7B, LLAMA2_13B, LLAMA2_70B
 from clusterlab.models.memory import (
     MEMORY_KEYS,
-    activation_memory_per_layer,
     model_memory,
     model_state_bytes_per_param,
     training_memory,
@@ -128,7 +128,13 @@ def test_more_sharding_never_raises_memory_per_gpu(
     before = training_memory(n, **base, **shape)
     after = training_memory(n, **more, **shape)
     # ZeRO-3's gathered layers appear when it starts to shard; all else shrinks.
-    for key in set(MEMORY_KEYS) - {"gathered_weights", "gathered_grads"}:
+    # The total holds them too: at dp = 2 a gathered layer can outweigh the half
+    # of the weights that stage 3 saves (pp 16, 64 layers), so it is compared
+    # without them.
+    gathered = ("gathered_weights", "gathered_grads")
+    for r in (before, after):
+        r["total"] -= sum(r[k] for k in gathered)
+    for key in set(MEMORY_KEYS) - set(gathered):
         assert after[key] <= before[key] * (1 + 1e-12), (key, base, more)
 
 

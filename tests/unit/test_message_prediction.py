@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check.messages import message_prediction
+from clusterlab.message_passing.check import message_prediction
 
 ALPHA_S, BETA_BPS = 1e-4, 1e9
 
@@ -87,7 +87,7 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="bounds"):
         message_prediction(ALPHA_S, BETA_BPS, SIZES, 2**24, bounds=(1.0, 2.0))
     with pytest.raises(ValueError, match="tries"):
-        cl.check._common.retry_while_busy(
+        cl.core.checks.retry_while_busy(
             lambda: 1, lambda r: (True, ""), what="x", hint="y", tries=0
         )
 
@@ -97,8 +97,10 @@ def test_message_prediction_fails_when_beta_is_off_by_10x_on_a_real_ping_pong():
     # 4x is caught on a quiet machine (2.6-11 against the bound 2.5) but not
     # beside busy loops; a real run beside other programs is tested with 10x.
     sizes = [2**k for k in range(2, 21, 3)]
-    pp = cl.perf.bench_collective("ping_pong", sizes, world_size=2)
-    alpha_s, beta_Bps = cl.perf.fit_alpha_beta(pp["size_bytes"], pp["time_s"])
+    pp = cl.core.bench.bench_collective("ping_pong", sizes, world_size=2)
+    alpha_s, beta_Bps = cl.core.alpha_beta.fit_alpha_beta(
+        pp["size_bytes"], pp["time_s"]
+    )
 
     def wrong(nbytes, a, b):
         return a + nbytes / (10 * b)

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 import clusterlab as cl
-from clusterlab.check import experts as checks
-from clusterlab.dist.expert_layer import expert_slice, route
-from clusterlab.dist.expert_router import load_balancing_loss, train_router
-from clusterlab.dist.expert_workers import ep_reference, make_case
+from clusterlab.experts import check as checks
+from clusterlab.experts.layer import expert_slice, route
+from clusterlab.experts.router import load_balancing_loss, train_router
+from clusterlab.experts.workers import ep_reference, make_case
 
 CASE = make_case([5, 0, 7], 6, 2, seed=2, unused_experts=(1,))
 
@@ -72,7 +72,7 @@ def test_alltoall_bytes_fails_when_the_model_counts_every_copy():
         checks.alltoall_bytes_match(sent, CASE, model=every_copy)
 
 
-SWEEP = cl.sim.experts.busiest_expert_sweep(512, 2, (4, 16, 64), n_draws=40, seed=0)
+SWEEP = cl.experts.sim.busiest_expert_sweep(512, 2, (4, 16, 64), n_draws=40, seed=0)
 
 
 def test_busiest_expert_matches_the_order_statistic():
@@ -116,7 +116,7 @@ def test_balancing_loss_is_one_when_even_and_e_when_all_on_one():
 
 
 def test_dropped_copies_solution_passes(capsys):
-    assert cl.check.dropped_copies(cl.solutions.dropped_copies) is True
+    assert cl.experts.check.dropped_copies(cl.experts.answer.dropped_copies) is True
     assert "\u2714 dropped_copies" in capsys.readouterr().out
 
 
@@ -124,7 +124,7 @@ def test_dropped_copies_stub_is_not_attempted(capsys):
     def stub(expert_ids, n_experts, capacity):
         raise NotImplementedError
 
-    assert cl.check.dropped_copies(stub) is False
+    assert cl.experts.check.dropped_copies(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
 
@@ -134,23 +134,23 @@ def test_dropped_copies_fails_when_underfull_experts_count_negative():
         return int((load - capacity).sum())
 
     with pytest.raises(AssertionError, match="max\\(0, load - capacity\\)"):
-        cl.check.dropped_copies(unclamped)
+        cl.experts.check.dropped_copies(unclamped)
 
 
 def test_charts_draw_their_tables_and_refuse_others():
     sweep = cl.models.moe.config_alltoall_sweep()
-    spec = cl.viz.experts.ep_alltoall_chart(sweep).to_dict()
+    spec = cl.experts.chart.ep_alltoall_chart(sweep).to_dict()
     assert {p["name"] for p in spec["params"]} == {"moe_model", "moe_tokens"}
     table = checks.busiest_expert_matches(SWEEP, 512, 2)
-    cl.viz.experts.imbalance_chart(table).to_dict()
-    cl.viz.experts.aux_loss_chart(pd.concat([WITH, WITHOUT])).to_dict()
+    cl.experts.chart.imbalance_chart(table).to_dict()
+    cl.experts.chart.aux_loss_chart(pd.concat([WITH, WITHOUT])).to_dict()
     with pytest.raises(ValueError, match="layer_ms"):
-        cl.viz.experts.ep_alltoall_chart(sweep.drop(columns="layer_ms"))
+        cl.experts.chart.ep_alltoall_chart(sweep.drop(columns="layer_ms"))
 
 
 def test_widget_controls_redraw():
     pytest.importorskip("ipywidgets")
-    box = cl.ui.experts.ep_alltoall_widget()
+    box = cl.experts.widget.ep_alltoall_widget()
     menu, tokens, domain = box.children[0].children
     before = box.children[1].value
     domain.value = 72

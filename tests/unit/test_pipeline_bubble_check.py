@@ -2,7 +2,7 @@
 
 These tests feed the check measurement tables (simulated runs with known
 message delays, or perturbed ones) instead of starting processes; the real
-runs are in ``tests/dist/test_pipeline.py``.
+runs are in ``tests/distributed/test_pipeline.py``.
 """
 
 import pandas as pd
@@ -10,7 +10,7 @@ import pytest
 
 import clusterlab as cl
 from clusterlab.models.pipeline import bubble_fraction, simulate_schedule
-from clusterlab.perf import pipeline as pb
+from clusterlab.pipeline import measure as pb
 
 P, FWD, BWD = 4, 0.03, 0.06
 
@@ -144,18 +144,20 @@ def test_min_microbatches_check_accepts_the_solution_and_rejects_wrong_answers(
 ):
     import math
 
-    assert cl.check.min_microbatches(cl.solutions.min_microbatches)
+    assert cl.pipeline.check.min_microbatches(cl.pipeline.answer.min_microbatches)
     assert "\u2714" in capsys.readouterr().out
 
     def stub(stages, max_bubble):
         raise NotImplementedError
 
-    assert cl.check.min_microbatches(stub) is False
+    assert cl.pipeline.check.min_microbatches(stub) is False
     assert "not attempted" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="ideal time"):
-        cl.check.min_microbatches(lambda p, x: max(1, math.ceil((p - 1) / x)))
+        cl.pipeline.check.min_microbatches(lambda p, x: max(1, math.ceil((p - 1) / x)))
     with pytest.raises(AssertionError, match="round m up"):
-        cl.check.min_microbatches(lambda p, x: max(1, int((p - 1) * (1 - x) / x)))
+        cl.pipeline.check.min_microbatches(
+            lambda p, x: max(1, int((p - 1) * (1 - x) / x))
+        )
     with pytest.raises(AssertionError, match="an int"):
-        cl.check.min_microbatches(lambda p, x: "nine")
-    assert cl.solutions.min_microbatches(4, 0.1) == 27
+        cl.pipeline.check.min_microbatches(lambda p, x: "nine")
+    assert cl.pipeline.answer.min_microbatches(4, 0.1) == 27

@@ -4,18 +4,18 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check.pipeline_schedules import (
-    check_schedule_bubbles,
-    schedule_bubble_verdict,
-)
-from clusterlab.dist.pipeline import stage_schedule
 from clusterlab.models.pipeline import bubble_fraction, simulated_bubble
-from clusterlab.models.pipeline_actions import (
+from clusterlab.models.pipeline_schedules import (
     held_activations,
     parse_actions,
     play_actions,
 )
-from clusterlab.solutions.pipeline import choose_schedule
+from clusterlab.pipeline.answer import choose_schedule
+from clusterlab.pipeline.check_schedules import (
+    check_schedule_bubbles,
+    schedule_bubble_verdict,
+)
+from clusterlab.pipeline.ranks import stage_schedule
 
 # torch's ScheduleInterleaved1F1B and ScheduleZBVZeroBubble, W = 2, m = 4
 INTERLEAVED = {
@@ -108,7 +108,7 @@ def test_schedule_verdict_names_bad_arguments():
 
 
 def test_choose_schedule_check_passes_the_solution(capsys):
-    assert cl.check.choose_schedule(choose_schedule)
+    assert cl.pipeline.check_schedules.choose_schedule(choose_schedule)
     assert "\u2714" in capsys.readouterr().out
 
 
@@ -117,19 +117,19 @@ def test_choose_schedule_check_fails_when_the_cap_is_ignored():
         return max_v, max_m - max_m % p
 
     with pytest.raises(AssertionError, match="over the cap"):
-        cl.check.choose_schedule(ignores_cap)
+        cl.pipeline.check_schedules.choose_schedule(ignores_cap)
 
 
 def test_choose_schedule_check_says_not_attempted(capsys):
     def stub(*args):
         raise NotImplementedError
 
-    cl.check.choose_schedule(stub)
+    cl.pipeline.check_schedules.choose_schedule(stub)
     assert "not attempted" in capsys.readouterr().out
 
 
 def test_zb_h1_leaves_a_third_of_1f1b_idle_time_at_equal_passes():
-    from clusterlab.models.pipeline_actions import zb_h1_bubble_fraction
+    from clusterlab.models.pipeline_schedules import zb_h1_bubble_fraction
 
     p, m = 4, 8
     one_f_one_b_idle = bubble_fraction(p, m) / (1 - bubble_fraction(p, m))

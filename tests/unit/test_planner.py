@@ -125,28 +125,28 @@ def test_bad_arguments_name_themselves():
 def test_exercise_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
     import clusterlab as cl
 
-    assert cl.check.zero_bytes_per_param(cl.solutions.zero_bytes_per_param)
+    assert cl.planner.check.zero_bytes_per_param(cl.planner.answer.zero_bytes_per_param)
     assert "\u2714" in capsys.readouterr().out
 
     def stub(stage, dp):
         raise NotImplementedError
 
-    assert cl.check.zero_bytes_per_param(stub) is False
+    assert cl.planner.check.zero_bytes_per_param(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
     def off_by_one_stage(stage, dp):  # shards the weights already at stage 2
-        return cl.solutions.zero_bytes_per_param(min(3, stage + (stage == 2)), dp)
+        return cl.planner.answer.zero_bytes_per_param(min(3, stage + (stage == 2)), dp)
 
     with pytest.raises(AssertionError, match="stage 3's answer"):
-        cl.check.zero_bytes_per_param(off_by_one_stage)
+        cl.planner.check.zero_bytes_per_param(off_by_one_stage)
     with pytest.raises(AssertionError, match="16 whatever"):
-        cl.check.zero_bytes_per_param(lambda stage, dp: 16)
+        cl.planner.check.zero_bytes_per_param(lambda stage, dp: 16)
 
 
 def test_widget_builds_and_updates_quickly():
     import clusterlab as cl
 
-    box = cl.ui.planner_widget()
+    box = cl.planner.widget.planner_widget()
     box.update()
     best = min(cpu_seconds(box.update) for _ in range(3))
     # 5-D plans (CP, EP, precision columns) cost a little more than 3-D ones:
@@ -161,10 +161,12 @@ def test_static_twin_has_a_radio_and_a_slider():
     import clusterlab as cl
 
     parts = [
-        cl.viz.planner_sweep(plan(m, g, global_batch=b), f"{m.name} on {g} GPUs")
+        cl.planner.chart.planner_sweep(
+            plan(m, g, global_batch=b), f"{m.name} on {g} GPUs"
+        )
         for m, g, b in ((LLAMA2_7B, 8, 64), (LLAMA2_70B, 64, 64))
     ]
-    spec = cl.viz.planner_explorer(pd.concat(parts)).to_dict()
+    spec = cl.planner.chart.planner_explorer(pd.concat(parts)).to_dict()
     binds = [p.get("bind", {}).get("input") for p in spec["params"]]
     assert sorted(binds) == ["radio", "range"]
     assert spec["title"]["text"] and "subtitle" in spec["title"]
@@ -177,7 +179,7 @@ def _quiet_widget():
     import clusterlab as cl
 
     with contextlib.redirect_stdout(io.StringIO()):  # no kernel: charts print
-        return cl.ui.planner_widget()
+        return cl.planner.widget.planner_widget()
 
 
 def test_widget_says_why_when_the_micro_batch_does_not_divide_the_batch():
@@ -260,14 +262,16 @@ def test_static_twin_and_live_chart_stay_small_and_keep_the_fastest_plans():
     import clusterlab as cl
 
     df = plan(LLAMA2_70B, 1024, global_batch=512)
-    full = cl.viz.planner_sweep(df, "70B")
-    thin = cl.viz.planner_sweep(df, "70B", thin=True)
+    full = cl.planner.chart.planner_sweep(df, "70B")
+    thin = cl.planner.chart.planner_sweep(df, "70B", thin=True)
     assert len(thin) < len(full) / 3
     # Only plans that another plan of the same layout beats for free are gone.
     assert thin["mfu"].max() == full["mfu"].max()
     fits = full[full.memory_GB <= 72]
     assert thin[thin.memory_GB <= 72]["mfu"].max() == fits["mfu"].max()
-    twin = cl.viz.planner_explorer(pd.concat([full, full.assign(model="copy")]))
+    twin = cl.planner.chart.planner_explorer(
+        pd.concat([full, full.assign(model="copy")])
+    )
     assert len(json.dumps(twin.to_dict())) < 25_000
 
 

@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from clusterlab.models import planner_moe as pm
+from clusterlab.models import planner5d as pm
 from clusterlab.models.compute import LLAMA2_7B, LLAMA2_70B
 from clusterlab.models.planner import plan, recipe_row
 from clusterlab.models.planner5d import plan5d, plan5d_row
@@ -158,28 +158,28 @@ def test_moe_sweep_is_fast_enough_for_a_widget(deepseek):
 def test_state_exercise_check_accepts_the_solution_and_rejects_wrong_ones(capsys):
     import clusterlab as cl
 
-    assert cl.check.state_bytes_per_gpu(cl.solutions.state_bytes_per_gpu)
+    assert cl.planner.check.state_bytes_per_gpu(cl.planner.answer.state_bytes_per_gpu)
     assert "\u2714" in capsys.readouterr().out
 
     def stub(dense, experts, **kw):
         raise NotImplementedError
 
-    assert cl.check.state_bytes_per_gpu(stub) is False
+    assert cl.planner.check.state_bytes_per_gpu(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
     def experts_not_split(dense, experts, *, tp, pp, dp, ep, zero_stage):
-        return cl.solutions.state_bytes_per_gpu(
+        return cl.planner.answer.state_bytes_per_gpu(
             dense, experts, tp=tp, pp=pp, dp=dp, ep=1, zero_stage=zero_stage
         )
 
     with pytest.raises(AssertionError, match="divide by ep"):
-        cl.check.state_bytes_per_gpu(experts_not_split)
+        cl.planner.check.state_bytes_per_gpu(experts_not_split)
 
     def shards_over_all_replicas(dense, experts, *, tp, pp, dp, ep, zero_stage):
-        z = cl.solutions.zero_bytes_per_param
+        z = cl.planner.answer.zero_bytes_per_param
         return dense / (tp * pp) * z(zero_stage, dp) + experts / (pp * ep) * z(
             zero_stage, dp
         )
 
     with pytest.raises(AssertionError, match="dp // ep"):
-        cl.check.state_bytes_per_gpu(shards_over_all_replicas)
+        cl.planner.check.state_bytes_per_gpu(shards_over_all_replicas)

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 import clusterlab as cl
-from clusterlab.check import precision as chk
 from clusterlab.models import precision as mp
-from clusterlab.perf import precision as pp
-from clusterlab.solutions.precision import per_tensor_scale
+from clusterlab.precision import check as chk
+from clusterlab.precision import measure as pp
+from clusterlab.precision.answer import per_tensor_scale
 
 
 def test_bytes_per_value():
@@ -117,27 +117,27 @@ def test_unscaled_fp8_loses_small_values():
 
 
 def test_per_tensor_scale_check(capsys):
-    assert cl.check.per_tensor_scale(per_tensor_scale)
+    assert cl.precision.check.per_tensor_scale(per_tensor_scale)
 
     def inverted(t, fmt):
         return torch.finfo(fmt).max / t.abs().max().item()
 
     with pytest.raises(AssertionError, match="1 / s"):
-        cl.check.per_tensor_scale(inverted)
+        cl.precision.check.per_tensor_scale(inverted)
 
     def e4m3_only(t, fmt):
         return t.abs().max().item() / 448.0
 
     with pytest.raises(AssertionError, match="57344"):
-        cl.check.per_tensor_scale(e4m3_only)
+        cl.precision.check.per_tensor_scale(e4m3_only)
 
 
 def test_loss_scale_chart_and_widget():
     ranges = mp.format_ranges()
     hist = mp.log2_histogram(pp.loss_gradient())
-    spec = cl.viz.precision.loss_scale_chart(ranges, hist).to_dict()
+    spec = cl.precision.chart.loss_scale_chart(ranges, hist).to_dict()
     assert spec["params"][0]["name"] == "log2_scale"  # the page's slider
     with pytest.raises(ValueError, match="log2_scale=41"):
-        cl.viz.precision.loss_scale_chart(ranges, hist, log2_scale=41)
-    box = cl.ui.precision.loss_scale_widget(pp.loss_gradient(), log2_scale=16)
+        cl.precision.chart.loss_scale_chart(ranges, hist, log2_scale=41)
+    box = cl.precision.widget.loss_scale_widget(pp.loss_gradient(), log2_scale=16)
     assert "fp16 rounds" in box.children[1].value

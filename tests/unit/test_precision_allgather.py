@@ -2,12 +2,12 @@
 
 import clusterlab as cl
 from clusterlab.models.precision import allgather_bytes
-from clusterlab.perf.precision import fp8_allgather_worker
+from clusterlab.precision.measure import fp8_allgather_worker
 
 
 def test_fp8_allgather_moves_the_predicted_bytes_with_a_small_error():
     n = 1 << 12
-    res = cl.dist.launch(fp8_allgather_worker, 2, timeout=30, n_values=n)
+    res = cl.launch(fp8_allgather_worker, 2, timeout=30, n_values=n)
     for per_rank in res:
         by = {r["precision"]: r for r in per_rank}
         for p, row in by.items():

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from book_helpers import ROOT
-from clusterlab.dist.preflight import SKEW_ENV, clock_skews, ntp_offset, report
+from clusterlab.debugging.preflight import SKEW_ENV, clock_skews, ntp_offset, report
 
 SBATCH = ROOT / "examples" / "hello.sbatch"
 PYTORCHJOB = ROOT / "examples" / "hello_pytorchjob.yaml"
@@ -105,7 +105,10 @@ def _mismatches(job, sbatch) -> list[str]:
 
 def test_the_kubernetes_job_runs_the_slurm_scripts_steps():
     sbatch = _sbatch()
-    assert sbatch[3] == ["clusterlab.dist.preflight", "clusterlab.dist.hello"]
+    assert sbatch[3] == [
+        "clusterlab.debugging.preflight",
+        "clusterlab.message_passing.hello",
+    ]
     assert '--rdzv-id "$SLURM_JOB_ID-$1"' in sbatch[0]
     assert _mismatches(yaml.safe_load(PYTORCHJOB.read_text()), sbatch) == []
 
@@ -118,7 +121,7 @@ def test_the_job_comparison_fails_when_nodes_steps_or_rendezvous_differ():
     job = yaml.safe_load(PYTORCHJOB.read_text())
     worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     args = worker["containers"][0]["args"]
-    args[0] = args[0].replace("run_on_every_node clusterlab.dist.preflight\n", "")
+    args[0] = args[0].replace("run_on_every_node clusterlab.debugging.preflight\n", "")
     args[0] = args[0].replace("$JOB_NAME-$1", "job_$(date +%s)")
     found = _mismatches(job, sbatch)
     assert any("other steps" in p for p in found)
@@ -126,7 +129,7 @@ def test_the_job_comparison_fails_when_nodes_steps_or_rendezvous_differ():
 
 
 def test_the_table_marks_what_is_flagged():
-    from clusterlab.dist.preflight import _table
+    from clusterlab.debugging.preflight import _table
 
     rep = report(_rows([10e9, 9e9, 11e9, 3e9]), {1: (0.25, 0.001)}, [1e9] * 4)
     lines = _table(rep).splitlines()
@@ -136,7 +139,7 @@ def test_the_table_marks_what_is_flagged():
 
 
 def test_bad_command_line_values_name_themselves():
-    from clusterlab.dist.preflight import _args
+    from clusterlab.debugging.preflight import _args
 
     assert _args(["--json", "x.json"]).json == "x.json"
     with pytest.raises(ValueError, match="--window-s"):

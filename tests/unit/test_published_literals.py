@@ -2,8 +2,8 @@
 
 Every hardware, network, price and power figure lives once, in a CSV row of
 ``data/`` that says where it comes from, and ``src/clusterlab/models`` and
-``src/clusterlab/viz`` read it through ``cl.published``. This test parses their
-source and fails on a numeric literal that
+every topic's charts and diagrams read it through ``cl.published``. This test
+parses their source and fails on a numeric literal that
 
 * is a large number (10**6 or more: a rate, a FLOP/s, a size in bytes) equal
   to a figure of a ``data/`` table, or to it times or over 8 (bits and
@@ -27,7 +27,12 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = [ROOT / "src" / "clusterlab" / d for d in ("models", "viz")]
+PKG = ROOT / "src" / "clusterlab"
+#: The closed-form models, and every topic's charts and diagrams (and the base).
+SCANNED_FILES = sorted(
+    [*(PKG / "models").rglob("*.py"), PKG / "core" / "diagram.py"]
+    + [p for p in PKG.glob("*/*.py") if p.stem in ("chart", "diagram", "spacetime")]
+)
 #: Names whose values are published figures or stand in for one.
 FIGURE_NAME = re.compile(
     r"(_bps$|_Bps$|bandwidth|flops$|effic|price|_usd|usd_|cost_per|_per_hour"
@@ -116,7 +121,7 @@ def figures():
 
 @pytest.mark.parametrize(
     "path",
-    [p for d in SCANNED for p in sorted(d.rglob("*.py"))],
+    SCANNED_FILES,
     ids=lambda p: str(p.relative_to(ROOT / "src" / "clusterlab")),
 )
 def test_no_published_figure_is_typed_in_models_or_charts(path, figures):

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import clusterlab as cl
-from clusterlab._units import DAY_S
-from clusterlab._units import HOUR_S as HOUR
+from clusterlab.core.units import DAY_S
+from clusterlab.core.units import HOUR_S as HOUR
 from clusterlab.models import checkpointing as R
 from clusterlab.models import failures as MF
 
@@ -76,7 +76,7 @@ def test_goodput_is_a_fraction_and_falls_as_failures_come_sooner(tau, c, m, r):
 @given(c=st.floats(1.0, 1e3), m=st.floats(1e3, 1e7))
 def test_young_interval_minimises_the_first_order_waste(c, m):
     tau = R.young_daly_interval(c, m)
-    waste = cl.solutions.checkpoint_waste
+    waste = cl.checkpointing.answer.checkpoint_waste
     assert waste(tau, c, m) <= waste(tau * 1.1, c, m)
     assert waste(tau, c, m) <= waste(tau / 1.1, c, m)
 
@@ -110,18 +110,23 @@ def test_bad_arguments_are_named(call, match):
 
 
 def test_the_waste_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
-    assert cl.check.checkpoint_waste(cl.solutions.checkpoint_waste) is True
+    assert (
+        cl.checkpointing.check.checkpoint_waste(
+            cl.checkpointing.answer.checkpoint_waste
+        )
+        is True
+    )
     assert "\u2714" in capsys.readouterr().out
 
     def stub(tau, c, m):
         raise NotImplementedError
 
-    assert cl.check.checkpoint_waste(stub) is False
+    assert cl.checkpointing.check.checkpoint_waste(stub) is False
     assert "not attempted" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="halfway"):
-        cl.check.checkpoint_waste(lambda tau, c, m: c / tau + tau / m)
+        cl.checkpointing.check.checkpoint_waste(lambda tau, c, m: c / tau + tau / m)
     with pytest.raises(AssertionError, match="C / tau"):
-        cl.check.checkpoint_waste(lambda tau, c, m: tau / (2 * m))
+        cl.checkpointing.check.checkpoint_waste(lambda tau, c, m: tau / (2 * m))
 
 
 def test_observed_mtbf_and_the_part_mtbf_it_implies():
@@ -154,17 +159,15 @@ def test_checkpoint_cost_for_goodput_reaches_the_target_and_no_more():
 def test_a_k_fold_cheaper_checkpoint_shrinks_interval_and_waste_sqrt_k_fold(c, m, k):
     tau, tau_k = R.young_daly_interval(c, m), R.young_daly_interval(c / k, m)
     assert tau / tau_k == pytest.approx(math.sqrt(k))
-    waste = cl.solutions.checkpoint_waste
+    waste = cl.checkpointing.answer.checkpoint_waste
     assert waste(tau, c, m) / waste(tau_k, c / k, m) == pytest.approx(math.sqrt(k))
 
 
-def test_the_documented_names_stay_importable():
-    from clusterlab.models import reliability
-    from clusterlab.sim import checkpointing, failures
+def test_each_formula_lives_in_its_topic_module():
+    from clusterlab.checkpointing import sim as checkpointing
+    from clusterlab.failures import sim as failures
 
-    assert reliability.young_daly_interval is R.young_daly_interval
-    assert reliability.goodput is R.goodput
-    assert reliability.heartbeat_detection_time is MF.heartbeat_detection_time
-    assert cl.models.goodput is R.goodput  # one module exports it: no ambiguity
+    assert cl.models.checkpointing.goodput is R.goodput
     assert callable(failures.simulate) and callable(checkpointing.simulate)
-    assert cl.ui.failures.goodput_widget is cl.ui.checkpointing.goodput_widget
+    with pytest.raises(ImportError):  # the old alias module is gone
+        import clusterlab.models.reliability  # noqa: F401

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from clusterlab.models.ring_hops import hop_step_s, ring_time_hops
-from clusterlab.perf import ring_hops as rh
+from clusterlab.ring import measure as rh
 
 N, NBYTES, DELAY_S, BPS = 4, 2**16, 10e-3, 4e6
 FAST_S = 0.012  # a fast ring of 4 ranks: 2 ms a step

@@ -109,18 +109,20 @@ def test_workload_table_orders_training_far_right():
 
 
 def test_measurements_return_positive_rates():
-    mm = cl.perf.measure_matmul_flops([64, 128], repeats=2)
+    mm = cl.roofline.measure.measure_matmul_flops([64, 128], repeats=2)
     assert list(mm["n"]) == [64, 128] and (mm["flop_per_s"] > 1e7).all()
     assert mm["flop"].tolist() == [2 * 64**3, 2 * 128**3]
-    st_ = cl.perf.measure_stream_bandwidth([2**16, 2**20], repeats=2)
+    st_ = cl.roofline.measure.measure_stream_bandwidth([2**16, 2**20], repeats=2)
     assert (st_["bw_Bps"] > 1e7).all()
     assert st_["bytes_moved"].tolist() == [2 * 2**16, 2 * 2**20]
 
 
 def test_matmul_is_faster_per_flop_than_a_copy_per_byte():
     """A wrong FLOP count (n² instead of 2n³) would put the matmul below the copy."""
-    mm = cl.perf.measure_matmul_flops([256], repeats=3)["flop_per_s"].max()
-    bw = cl.perf.measure_stream_bandwidth([2**26], repeats=3)["bw_Bps"].max()
+    mm = cl.roofline.measure.measure_matmul_flops([256], repeats=3)["flop_per_s"].max()
+    bw = cl.roofline.measure.measure_stream_bandwidth([2**26], repeats=3)[
+        "bw_Bps"
+    ].max()
     # A 256 matmul does 2 * 256 = 512 FLOP per element it touches, a copy none.
     # Quiet, FLOP/s is above bytes/s; with another test worker on the same two
     # cores one run measured 2.2 GFLOP/s against 6.9 GB/s (0.32). An n**2 FLOP
@@ -131,12 +133,21 @@ def test_matmul_is_faster_per_flop_than_a_copy_per_byte():
 @pytest.mark.parametrize(
     ("call", "needle"),
     [
-        (lambda: cl.perf.measure_matmul_flops([8]), "sizes[0]=8"),
-        (lambda: cl.perf.measure_matmul_flops(dtype="int8"), "dtype='int8'"),
-        (lambda: cl.perf.measure_stream_bandwidth([10]), "sizes_bytes[0]=10"),
-        (lambda: cl.perf.measure_stream_bandwidth(device="tpu"), "device='tpu'"),
-        (lambda: cl.perf.measure_cost_per_item(None, [1]), "fn=None"),
-        (lambda: cl.perf.measure_cost_per_item(len, []), "items=[]"),
+        (lambda: cl.roofline.measure.measure_matmul_flops([8]), "sizes[0]=8"),
+        (
+            lambda: cl.roofline.measure.measure_matmul_flops(dtype="int8"),
+            "dtype='int8'",
+        ),
+        (
+            lambda: cl.roofline.measure.measure_stream_bandwidth([10]),
+            "sizes_bytes[0]=10",
+        ),
+        (
+            lambda: cl.roofline.measure.measure_stream_bandwidth(device="tpu"),
+            "device='tpu'",
+        ),
+        (lambda: cl.roofline.measure.measure_cost_per_item(None, [1]), "fn=None"),
+        (lambda: cl.roofline.measure.measure_cost_per_item(len, []), "items=[]"),
     ],
 )
 def test_measurement_arguments_are_checked(call, needle):
@@ -148,12 +159,12 @@ def test_measurement_arguments_are_checked(call, needle):
 def test_holdout_recovers_an_exact_model():
     sizes = [2**k for k in range(4, 20)]
     df = pd.DataFrame({"size_bytes": sizes, "time_s": [1e-4 + s / 2e9 for s in sizes]})
-    held = cl.perf.alpha_beta_holdout(df)
+    held = cl.core.alpha_beta.alpha_beta_holdout(df)
     assert len(held) == 8 and (held["rel_error"] < 1e-9).all()
     assert held.attrs["alpha_s"] == pytest.approx(1e-4)
     assert held.attrs["beta_Bps"] == pytest.approx(2e9)
     with pytest.raises(ValueError, match="at least 4"):
-        cl.perf.alpha_beta_holdout(df.head(3))
+        cl.core.alpha_beta.alpha_beta_holdout(df.head(3))
 
 
 def _machines():
@@ -167,9 +178,9 @@ def _machines():
 
 
 def test_charts_have_titles_units_and_page_controls():
-    v = cl.viz.hardware
+    v = cl.collectives.chart
     wl = rl.workload_table()
-    roof = cl.viz.roofline.roofline_chart(_machines(), wl).to_dict()
+    roof = cl.roofline.chart.roofline_chart(_machines(), wl).to_dict()
     assert "FLOP/s" in str(roof) and "radio" in str(roof["params"])
     busbw = v.busbw_model_chart(1e-4, 1e9).to_dict()
     assert {p["name"] for p in busbw["params"]} == {"n", "log_a", "log_b"}
@@ -179,7 +190,7 @@ def test_charts_have_titles_units_and_page_controls():
     links = v.link_rates_chart(cl.published.load("interconnect_rates")).to_dict()
     assert "GB/s" in str(links) and "radio" in str(links["params"])
     assert "x2" in links["encoding"]  # bars on a log axis need a start above zero
-    cores = cl.viz.roofline.cores_chart().to_dict()
+    cores = cl.roofline.chart.cores_chart().to_dict()
     assert "sliders" not in str(cores)  # slider names are units
     pub = cl.published.load("collective_busbw_published")
     measured = pd.DataFrame(
@@ -190,7 +201,7 @@ def test_charts_have_titles_units_and_page_controls():
 
 
 def test_roofline_points_say_which_roof_binds():
-    pts = cl.viz.roofline.roofline_points(_machines(), rl.workload_table())
+    pts = cl.roofline.chart.roofline_points(_machines(), rl.workload_table())
     h100 = pts[pts["machine"] == "H100 SXM5"].set_index("workload")
     assert h100.at["LLM training", "bound"] == "compute"
     assert h100.at["LLM training", "attainable_flops"] == pytest.approx(H100_PEAK)
@@ -205,17 +216,22 @@ def test_published_data_names_unknown_tables():
 @pytest.mark.parametrize("which", ["roofline", "busbw"])
 def test_widget_updates_in_under_200_ms(which):
     if which == "roofline":
-        box = cl.ui.roofline_explorer(_machines(), rl.workload_table())
+        box = cl.roofline.widget.roofline_explorer(_machines(), rl.workload_table())
     else:
         df = pd.DataFrame({"size_bytes": [2**10, 2**20], "busbw_Bps": [1e7, 1e9]})
-        box = cl.ui.busbw_explorer(1e-4, 1e9, df)
+        box = cl.collectives.widget.busbw_explorer(1e-4, 1e9, df)
     best = min(wh.cpu_seconds(box.update) for _ in range(3))
     assert best < 0.2, f"{which} widget update took {best * 1e3:.0f} ms of CPU time"
 
 
 def test_checks_pass_the_solutions(capsys):
-    assert cl.check.busbw_from_algbw(cl.solutions.busbw_from_algbw) is True
-    assert cl.check.matmul_intensity(cl.solutions.matmul_intensity) is True
+    assert (
+        cl.collectives.check.busbw_from_algbw(cl.collectives.answer.busbw_from_algbw)
+        is True
+    )
+    assert (
+        cl.roofline.check.matmul_intensity(cl.roofline.answer.matmul_intensity) is True
+    )
     assert capsys.readouterr().out.count("\u2714") == 2
 
 
@@ -223,8 +239,8 @@ def test_checks_say_not_attempted_for_stubs(capsys):
     def stub(*args):
         raise NotImplementedError
 
-    assert cl.check.busbw_from_algbw(stub) is False
-    assert cl.check.matmul_intensity(stub) is False
+    assert cl.collectives.check.busbw_from_algbw(stub) is False
+    assert cl.roofline.check.matmul_intensity(stub) is False
     assert capsys.readouterr().out.count("not attempted") == 2
 
 
@@ -233,18 +249,18 @@ def test_checks_catch_wrong_answers_with_hints():
         return algbw * (n - 1) / n
 
     with pytest.raises(AssertionError, match="reduce-scatter then an all-gather"):
-        cl.check.busbw_from_algbw(one_pass_factor)
+        cl.collectives.check.busbw_from_algbw(one_pass_factor)
 
     def half_the_flops(m, n, k, b):  # counts a multiply-add as one FLOP
         return m * n * k / (b * (m * k + k * n + m * n))
 
     with pytest.raises(AssertionError, match="2·m·n·k"):
-        cl.check.matmul_intensity(half_the_flops)
+        cl.roofline.check.matmul_intensity(half_the_flops)
 
     def only_inputs(m, n, k, b):  # forgets the output matrix
         return 2 * m * n * k / (b * (m * k + k * n))
 
     with pytest.raises(AssertionError, match="m·k \\+ k·n \\+ m·n"):
-        cl.check.matmul_intensity(only_inputs)
+        cl.roofline.check.matmul_intensity(only_inputs)
     with pytest.raises(ValueError, match="fn=None"):
-        cl.check.matmul_intensity(None)
+        cl.roofline.check.matmul_intensity(None)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from clusterlab.sim.scheduler import (
+from clusterlab.control_plane.sim import (
     Job,
     SchedulerParams,
     compare_policies,

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.dist.stragglers import _lateness
+from clusterlab.stragglers.ranks import _lateness
 
-S, M, C = cl.sim.stragglers, cl.models.stragglers, cl.dist.straggler_checks
+S, M, C = cl.stragglers.sim, cl.models.stragglers, cl.stragglers.evidence
 BASE_S = 0.05
 ONE_SLOW = dict(jitter="none", cv=0.0, slow_workers=1)
 # The lab's scenarios, at its SMOKE size.

@@ -177,13 +177,16 @@ def test_an_unreachable_step_ratio_is_refused():
 
 
 def test_the_exercise_check(capsys):
-    assert cl.check.expected_max_of_n(cl.solutions.expected_max_of_n) is True
+    assert (
+        cl.stragglers.check.expected_max_of_n(cl.stragglers.answer.expected_max_of_n)
+        is True
+    )
     assert "\u2714 expected_max_of_n" in capsys.readouterr().out
 
     def stub(cdf, n, lo_s, hi_s):
         raise NotImplementedError
 
-    assert cl.check.expected_max_of_n(stub) is False
+    assert cl.stragglers.check.expected_max_of_n(stub) is False
     assert "not attempted" in capsys.readouterr().out
 
     def mean_of_one(cdf, n, lo_s, hi_s):
@@ -191,12 +194,12 @@ def test_the_exercise_check(capsys):
         return lo_s + np.trapezoid(1 - cdf(t), t)
 
     with pytest.raises(AssertionError, match="mean of a single worker"):
-        cl.check.expected_max_of_n(mean_of_one)
+        cl.stragglers.check.expected_max_of_n(mean_of_one)
 
     def forgot_lo(cdf, n, lo_s, hi_s):
-        return cl.solutions.expected_max_of_n(cdf, n, lo_s, hi_s) - lo_s
+        return cl.stragglers.answer.expected_max_of_n(cdf, n, lo_s, hi_s) - lo_s
 
     with pytest.raises(AssertionError, match="add lo_s"):
-        cl.check.expected_max_of_n(forgot_lo)
+        cl.stragglers.check.expected_max_of_n(forgot_lo)
     with pytest.raises(ValueError, match="fn="):
-        cl.check.expected_max_of_n(None)
+        cl.stragglers.check.expected_max_of_n(None)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import clusterlab as cl
 import widget_helpers as wh
 
-S = cl.sim.stragglers
+S = cl.stragglers.sim
 M = cl.models.stragglers
 
 SHARED = [
@@ -152,13 +152,15 @@ def test_bad_parameters_are_named():
 
 def test_charts_carry_titles_axes_and_bound_controls():
     sweep = M.step_time_sweep((1, 32, 1024), ("normal", "exponential"), (0.05, 0.1))
-    spec = cl.viz.straggler_sweep_chart(sweep).to_dict()
+    spec = cl.stragglers.chart.straggler_sweep_chart(sweep).to_dict()
     bound = [p for p in spec["params"] if "bind" in p]
     assert {p["name"] for p in bound} == {"jitter_pick", "cv_pick", "slow_pick"}
     assert spec["encoding"]["y"]["title"] == "step time / mean compute time"
-    growth = cl.viz.straggler_growth_chart(M.max_growth_table((1, 2, 4))).to_dict()
+    growth = cl.stragglers.chart.straggler_growth_chart(
+        M.max_growth_table((1, 2, 4))
+    ).to_dict()
     assert "standard deviations" in growth["encoding"]["y"]["title"]
-    model, sim = cl.ui.straggler_curves(
+    model, sim = cl.stragglers.widget.straggler_curves(
         dict(
             jitter="normal",
             cv=0.1,
@@ -171,17 +173,20 @@ def test_charts_carry_titles_axes_and_bound_controls():
         n_steps=50,
     )
     assert set(model["series"]) == {"no mitigation", "backup workers (2)"}
-    assert "layer" in cl.viz.straggler_scaling_chart(model, sim).to_dict()
+    assert "layer" in cl.stragglers.chart.straggler_scaling_chart(model, sim).to_dict()
     rounds = S.simulate(S.StragglerParams(n_steps=5)).assign(scenario="a")
-    assert "facet" in cl.viz.straggler_rounds_chart(rounds).to_dict()
+    assert "facet" in cl.stragglers.chart.straggler_rounds_chart(rounds).to_dict()
     dots = pd.DataFrame({"scenario": ["a"], "source": ["model"], "step_s": [0.1]})
-    assert cl.viz.straggler_compare_chart(dots).to_dict()["mark"]["type"] == "point"
+    assert (
+        cl.stragglers.chart.straggler_compare_chart(dots).to_dict()["mark"]["type"]
+        == "point"
+    )
     with pytest.raises(ValueError, match="lacks the column"):
-        cl.viz.straggler_sweep_chart(pd.DataFrame({"n_workers": [1]}))
+        cl.stragglers.chart.straggler_sweep_chart(pd.DataFrame({"n_workers": [1]}))
 
 
 def test_the_widget_updates_fast_and_says_what_it_shows():
-    box = cl.ui.straggler_explorer()
+    box = cl.stragglers.widget.straggler_explorer()
     cv = wh.control(box, "cv")
     best = min(_timed(lambda v=v: setattr(cv, "value", v)) for v in (0.2, 0.3, 0.25))
     assert best < 1.0, f"{best:.3f} s per update"  # 200 ms on an idle machine
@@ -189,4 +194,4 @@ def test_the_widget_updates_fast_and_says_what_it_shows():
     wh.control(box, "mitigation").value = "backup workers"
     assert "backup workers (4)" in wh.text(box)
     with pytest.raises(ValueError, match="n_steps=5"):
-        cl.ui.straggler_explorer(n_steps=5)
+        cl.stragglers.widget.straggler_explorer(n_steps=5)

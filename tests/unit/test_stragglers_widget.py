@@ -35,11 +35,11 @@ def controls(box):
 
 
 def test_every_control_changes_the_text_from_the_defaults():
-    box = cl.ui.straggler_explorer(n_steps=20)
+    box = cl.stragglers.widget.straggler_explorer(n_steps=20)
     names = [c.description for c in controls(box)]
     assert len(names) == 7, names
     for name in names:
-        fresh = cl.ui.straggler_explorer(n_steps=20)
+        fresh = cl.stragglers.widget.straggler_explorer(n_steps=20)
         control = wh.control(fresh, name)
         before = wh.text(fresh)
         assert not control.disabled, f"{name} is disabled at the defaults: {before}"
@@ -56,7 +56,7 @@ def test_every_control_changes_the_text_from_the_defaults():
     ],
 )
 def test_a_control_that_can_do_nothing_is_disabled_and_says_why(setting, value, idle):
-    box = cl.ui.straggler_explorer(n_steps=20)
+    box = cl.stragglers.widget.straggler_explorer(n_steps=20)
     wh.control(box, setting).value = value
     control = wh.control(box, idle)
     assert control.disabled
@@ -73,10 +73,10 @@ def test_a_control_that_can_do_nothing_is_disabled_and_says_why(setting, value, 
 
 
 def test_sweep_chart_stays_under_50_kb_as_vega_lite_and_as_vega():
-    from clusterlab.viz.theme import vega_spec
+    from clusterlab.core.theme import vega_spec
 
     sweep = cl.models.stragglers.step_time_sweep()
-    spec = cl.viz.straggler_sweep_chart(sweep).to_dict()
+    spec = cl.stragglers.chart.straggler_sweep_chart(sweep).to_dict()
     assert len(json.dumps(spec)) < 50_000
     assert len(json.dumps(vega_spec(spec))) < 50_000
     (csv,) = spec["datasets"].values()

@@ -4,7 +4,8 @@ Each check compares a model with a measurement and measures again (bounded)
 when a try misses. Here the measurements are fixed, as a quiet machine gives
 them, so only the model decides: a right one passes, a wrong one (alpha left
 out, beta 4x off) fails on every try. Real runs are in
-``tests/dist/test_lab04_bench.py`` and ``tests/dist/test_data_parallel.py``.
+``tests/distributed/test_lab04_bench.py`` and
+``tests/distributed/test_data_parallel.py``.
 """
 
 import numpy as np
@@ -12,8 +13,8 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check import collectives as cc
-from clusterlab.check import data_parallel as cdp
+from clusterlab.collectives import check as cc
+from clusterlab.data_parallel import check as cdp
 
 ALPHA_S, BETA_BPS = 3.5e-4, 0.9e9  # a gloo all-reduce on 2 CPU ranks
 
@@ -33,7 +34,7 @@ def test_holdout_passes_a_right_fit_on_a_quiet_sweep():
 
 def test_holdout_fails_when_alpha_is_zero():
     def no_alpha(sizes, times):
-        _, beta = cl.perf.fit_alpha_beta(sizes, times)
+        _, beta = cl.core.alpha_beta.fit_alpha_beta(sizes, times)
         return 0.0, beta
 
     with pytest.raises(AssertionError, match="median"):
@@ -42,7 +43,7 @@ def test_holdout_fails_when_alpha_is_zero():
 
 def test_holdout_fails_when_beta_is_off_by_4x():
     def fast_beta(sizes, times):
-        alpha, beta = cl.perf.fit_alpha_beta(sizes, times)
+        alpha, beta = cl.core.alpha_beta.fit_alpha_beta(sizes, times)
         return alpha, 4 * beta
 
     with pytest.raises(AssertionError, match="largest size"):

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab._units import HOUR_S
+from clusterlab.core.units import HOUR_S
 
 vl_convert = pytest.importorskip("vl_convert")
 
@@ -110,7 +110,7 @@ LOG_TAUS = [1.0, 1.8, 2.5, 3.2, 4.0, 4.9]
 
 
 def _goodput_layers():
-    spec = spec_of(cl.viz.checkpointing.goodput_explorer())
+    spec = spec_of(cl.checkpointing.chart.goodput_explorer())
     names = {p["name"] for p in spec["params"]}
     assert {"log2_gpus", "gpu_mtbf_h", "ckpt_s", "restart_s"} <= names
     return spec["layer"]
@@ -174,8 +174,8 @@ def test_a_wrong_goodput_or_young_expression_is_caught():
 
 
 def test_the_expression_builders_are_what_the_chart_carries():
-    text = str(spec_of(cl.viz.checkpointing.goodput_explorer()))
-    viz = cl.viz.checkpointing
+    text = str(spec_of(cl.checkpointing.chart.goodput_explorer()))
+    viz = cl.checkpointing.chart
     assert (
         viz.goodput_expr("datum.interval_s", "ckpt_s", "datum.m", "restart_s") in text
     )
@@ -186,7 +186,7 @@ def test_the_expression_builders_are_what_the_chart_carries():
 # ------------------------------------------------------------ message passing
 def _alpha_beta_calcs():
     measured = pd.DataFrame({"size_bytes": [4, 2**10, 2**20], "time_s": [1e-5] * 3})
-    spec = spec_of(cl.viz.alpha_beta_explorer(measured, 2e-5, 2e9))
+    spec = spec_of(cl.message_passing.chart.alpha_beta_explorer(measured, 2e-5, 2e9))
     return calculates(spec["layer"][0])
 
 
@@ -222,7 +222,7 @@ def test_a_wrong_alpha_beta_expression_is_caught():
 
 # ------------------------------------------------------------------- hardware
 def test_ring_busbw_line_is_the_ring_model():
-    spec = spec_of(cl.viz.hardware.busbw_model_chart(5e-5, 3e9))
+    spec = spec_of(cl.collectives.chart.busbw_model_chart(5e-5, 3e9))
     calcs = calculates(spec["layer"][0])
     model = cl.models.collectives
     points = 0
@@ -242,7 +242,7 @@ def test_ring_busbw_line_is_the_ring_model():
 def test_owned_cost_curve_and_break_even_are_the_economics_model():
     econ = cl.models.economics
     inputs = cl.models.breakeven.explorer_inputs(econ.cloud_price())
-    spec = spec_of(cl.viz.economics.breakeven_explorer(inputs))
+    spec = spec_of(cl.economics.chart.breakeven_explorer(inputs))
     owned, mark = calculates(spec["layer"][0]), calculates(spec["layer"][2])[:1]
     points = 0
     for price, capex, life, kwh in [
@@ -265,7 +265,7 @@ def test_owned_cost_curve_and_break_even_are_the_economics_model():
 
 # ------------------------------------------------------------------- roofline
 def test_cores_line_is_the_utilisation_law():
-    spec = spec_of(cl.viz.roofline.cores_chart())
+    spec = spec_of(cl.roofline.chart.cores_chart())
     calcs = calculates(spec["layer"][0] if "layer" in spec else spec)
     points = 0
     for log_rate, util in [(5.3, 0.7), (3.0, 1.0), (6.8, 0.15), (4.15, 0.55)]:
@@ -283,7 +283,7 @@ def test_cores_line_is_the_utilisation_law():
 def test_pipeline_explorer_ops_end_where_the_schedule_says():
     from clusterlab.models.pipeline_sweeps import schedule_sweep
 
-    spec = spec_of(cl.viz.pipeline.pipeline_schedule_explorer(4, 8))
+    spec = spec_of(cl.pipeline.chart.pipeline_schedule_explorer(4, 8))
     layer = next(v for v in spec["layer"] if calculates(v))
     calcs = [c for c in calculates(layer) if c["as"] == "t1"]
     ops, _ = schedule_sweep(4, 8)

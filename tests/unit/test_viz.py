@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.viz.theme import PALETTE, book_html
+from clusterlab.core.theme import PALETTE, book_html
 
 
 @pytest.fixture
@@ -31,10 +31,12 @@ def measured():
 
 def test_every_chart_has_a_title_and_units_on_its_axes(measured):
     charts = [
-        cl.viz.message_time_chart(measured, alpha_s=2e-5, beta_Bps=2e9),
-        cl.viz.bandwidth_chart(measured),
-        cl.viz.alpha_beta_explorer(measured, 2e-5, 2e9),
-        cl.viz.world_size_chart(measured),
+        cl.message_passing.chart.message_time_chart(
+            measured, alpha_s=2e-5, beta_Bps=2e9
+        ),
+        cl.message_passing.chart.bandwidth_chart(measured),
+        cl.message_passing.chart.alpha_beta_explorer(measured, 2e-5, 2e9),
+        cl.message_passing.chart.world_size_chart(measured),
     ]
     for chart in charts:
         spec = chart.to_dict()
@@ -44,12 +46,12 @@ def test_every_chart_has_a_title_and_units_on_its_axes(measured):
 
 
 def test_theme_uses_the_colour_blind_safe_palette(measured):
-    spec = cl.viz.bandwidth_chart(measured).to_dict()
+    spec = cl.message_passing.chart.bandwidth_chart(measured).to_dict()
     assert spec["config"]["range"]["category"] == PALETTE
 
 
 def test_explorer_sliders_are_vega_lite_params(measured):
-    spec = cl.viz.alpha_beta_explorer(measured, 2e-5, 2e9).to_dict()
+    spec = cl.message_passing.chart.alpha_beta_explorer(measured, 2e-5, 2e9).to_dict()
     params = {p["name"]: p for p in spec["params"]}
     assert params["log_alpha"]["bind"]["input"] == "range"
     assert params["log_beta"]["value"] == pytest.approx(9.3, abs=0.01)
@@ -57,16 +59,16 @@ def test_explorer_sliders_are_vega_lite_params(measured):
 
 
 def test_world_size_chart_binds_a_radio_selection(measured):
-    spec = cl.viz.world_size_chart(measured).to_dict()
+    spec = cl.message_passing.chart.world_size_chart(measured).to_dict()
     text = json.dumps(spec)
     assert '"input": "radio"' in text and '"options": [2, 3]' in text
 
 
 def test_missing_columns_are_a_clear_error(measured):
     with pytest.raises(ValueError, match="lacks the column"):
-        cl.viz.message_time_chart(measured.drop(columns="time_s"))
+        cl.message_passing.chart.message_time_chart(measured.drop(columns="time_s"))
     with pytest.raises(ValueError, match="DataFrame"):
-        cl.viz.bandwidth_chart([1, 2])
+        cl.message_passing.chart.bandwidth_chart([1, 2])
 
 
 def test_book_html_calls_the_local_vega_embed_and_escapes_the_spec():
@@ -76,7 +78,7 @@ def test_book_html_calls_the_local_vega_embed_and_escapes_the_spec():
 
 
 def test_model_curve_spans_the_measured_sizes():
-    curve = cl.viz.model_curve(1e-5, 1e9, 4, 2**20, points=10)
+    curve = cl.message_passing.chart.model_curve(1e-5, 1e9, 4, 2**20, points=10)
     assert curve["size_bytes"].iloc[0] == pytest.approx(4)
     assert curve["size_bytes"].iloc[-1] == pytest.approx(2**20)
     assert curve["time_s"].is_monotonic_increasing
@@ -93,11 +95,11 @@ def test_offline_html_carries_the_bundle_without_breaking_it():
 def test_the_renderer_follows_where_charts_are_shown(monkeypatch):
     import altair as alt
 
-    from clusterlab.viz.theme import BOOK_BUILD_ENV, choose_renderer
+    from clusterlab.core.theme import BOOK_BUILD_ENV, choose_renderer
 
     monkeypatch.setenv(BOOK_BUILD_ENV, "1")
     assert choose_renderer() == "clusterlab_book"
     monkeypatch.delenv(BOOK_BUILD_ENV)
     assert choose_renderer() == "clusterlab_offline"  # vl-convert is installed here
-    html = cl.viz.chart_html(alt.Chart(pd.DataFrame({"x": [1]})).mark_point())
+    html = cl.core.theme.chart_html(alt.Chart(pd.DataFrame({"x": [1]})).mark_point())
     assert "cdn.jsdelivr" not in html and "window.vegaEmbed" in html

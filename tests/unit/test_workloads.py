@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 import clusterlab as cl
-from clusterlab.check.decide import SOURCE_TABLE
+from clusterlab.decide.check import SOURCE_TABLE
 from clusterlab.models.decide import measured_workloads, recommend, reference_hardware
-from clusterlab.perf.workloads import (
+from clusterlab.roofline.workloads import (
     WORKLOAD_KERNELS,
     retry_if_busy,
     run_kernel,
@@ -20,7 +20,7 @@ HW = reference_hardware()
 
 @pytest.fixture(scope="module")
 def traits():
-    return cl.perf.measure_traits()
+    return cl.roofline.workloads.measure_traits()
 
 
 def test_every_kernel_times_its_phases_and_counts_its_work(traits):
@@ -44,7 +44,9 @@ def test_dense_kernels_measure_dense_and_record_kernels_branchy(traits):
 
 
 def test_the_measured_traits_give_the_tables_answers(traits):
-    table = cl.check.verdicts_match_table(traits, HW, cl.perf.measure_traits)
+    table = cl.decide.check.verdicts_match_table(
+        traits, HW, cl.roofline.workloads.measure_traits
+    )
     assert set(table["workload"]) == set(SOURCE_TABLE)
 
 
@@ -69,10 +71,12 @@ def test_the_verdicts_fail_when_a_branchy_kernel_is_measured_dense(traits):
         "distributed CPU"
     )
     with pytest.raises(AssertionError, match="web crawler: measured"):
-        cl.check.verdicts_match_table(wrong, HW)
+        cl.decide.check.verdicts_match_table(wrong, HW)
     calls = []  # a wrong kernel stays wrong however often it is measured
     with pytest.raises(AssertionError, match="web crawler"):
-        cl.check.verdicts_match_table(wrong, HW, lambda: calls.append(1) or wrong)
+        cl.decide.check.verdicts_match_table(
+            wrong, HW, lambda: calls.append(1) or wrong
+        )
     assert len(calls) == 2
 
 
@@ -81,18 +85,18 @@ def test_the_verdicts_fail_when_the_pipelines_cpu_work_is_skipped(traits):
         traits, "preprocessing + training", io_fraction=0.0, branch_fraction=0.0
     )
     with pytest.raises(AssertionError, match="preprocessing \\+ training"):
-        cl.check.verdicts_match_table(wrong, HW)
+        cl.decide.check.verdicts_match_table(wrong, HW)
 
 
 def test_the_verdicts_fail_when_training_is_measured_io_bound(traits):
     wrong = _mutated(traits, "LLM training (70B)", io_fraction=0.6)
     with pytest.raises(AssertionError, match="LLM training"):
-        cl.check.verdicts_match_table(wrong, HW)
+        cl.decide.check.verdicts_match_table(wrong, HW)
 
 
 def test_consistency_adds_nothing_to_the_measured_kv_store(traits):
     ws = measured_workloads(traits)
-    assert cl.check.consistency_flag_decides(ws, HW) == {}
+    assert cl.decide.check.consistency_flag_decides(ws, HW) == {}
 
 
 def test_the_consistency_check_fails_when_the_kv_store_is_measured_dense(traits):
@@ -108,7 +112,7 @@ def test_the_consistency_check_fails_when_the_kv_store_is_measured_dense(traits)
     ws = measured_workloads(wrong)
     kv = "key-value store (Redis)"
     ws[kv] = replace(ws[kv], latency_bound=False)  # only consistency says CPU
-    flips = cl.check.consistency_flag_decides(ws, HW)
+    flips = cl.decide.check.consistency_flag_decides(ws, HW)
     assert flips == {"key-value store (Redis)": ("both", "GPU cluster")}
 
 
@@ -138,4 +142,4 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="lacks the columns"):
         measured_workloads(pd.DataFrame({"workload": ["web serving"]}))
     with pytest.raises(ValueError, match="traits="):
-        cl.check.verdicts_match_table(42, HW)
+        cl.decide.check.verdicts_match_table(42, HW)

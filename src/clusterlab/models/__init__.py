@@ -1,10 +1,10 @@
-"""Closed-form models: pure functions of their inputs, SI units, no I/O."""
+"""Closed-form models: pure functions of their inputs, SI units, no I/O.
 
-from . import collectives
+One library shared by every topic (split by topic it would form import
+circles): ``cl.models.<module>.<name>``, each module loaded on first use.
+Published figures are read through ``cl.published``.
+"""
 
-__all__ = ["collectives"]
+from clusterlab.core.lazy import submodules
 
-from .._lazy import lazy_attributes  # noqa: E402
-
-# Topic modules added later load on first use, e.g. cl.models.<topic>.
-__getattr__, __dir__ = lazy_attributes(__name__, __path__)
+__getattr__, __dir__ = submodules(__name__, __path__)

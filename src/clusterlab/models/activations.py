@@ -40,21 +40,16 @@ one layer's activations are rebuilt (:func:`recompute_working_set`).
 
 from __future__ import annotations
 
-from .._validate import check_choice, check_int
-
-__all__ = [
-    "ACTIVATION_FORMULAS",
-    "MLP_KINDS",
-    "RECOMPUTE_MODES",
-    "activation_memory_per_layer",
-    "layer_params",
-    "recompute_working_set",
-]
+from clusterlab.core.validate import check_choice, check_int
 
 RECOMPUTE_MODES = ("none", "selective", "full")
+
+
 #: "flash" (FlashAttention, no dropout; the default) or "korthikanti" (a GPT
 #: layer with materialised scores and dropout, Korthikanti et al. 2022 Table 2).
 ACTIVATION_FORMULAS = ("flash", "korthikanti")
+
+
 #: MLP kinds: bytes of ``s*b*f`` kept per layer (see the module docstring).
 MLP_KINDS = {"gelu": 4.0, "swiglu": 6.0}
 
@@ -217,3 +212,13 @@ def layer_params(
     f = 4 * h if ffn_hidden is None else check_int("ffn_hidden", ffn_hidden, 1)
     attention = 2.0 * h * h * (1.0 + _kv_ratio(n_heads, n_kv_heads))
     return attention + (3.0 if mlp == "swiglu" else 2.0) * h * f
+
+
+__all__ = [
+    "ACTIVATION_FORMULAS",
+    "MLP_KINDS",
+    "RECOMPUTE_MODES",
+    "activation_memory_per_layer",
+    "layer_params",
+    "recompute_working_set",
+]

@@ -15,16 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import published
-from .collectives import ALGORITHMS, TABLE, allreduce_time, bus_bandwidth
-from .links import LINKS
-
-__all__ = [
-    "allreduce_model_sweep",
-    "busbw_size_sweep",
-    "largest_size_points",
-    "network_bandwidths_Bps",
-]
+from clusterlab.core import published
+from clusterlab.models.collectives import (
+    ALGORITHMS,
+    TABLE,
+    allreduce_time,
+    bus_bandwidth,
+)
+from clusterlab.models.links import LINKS
 
 
 def network_bandwidths_Bps() -> tuple[float, float, float]:
@@ -165,3 +163,11 @@ def largest_size_points(op: str = "all_reduce", keep_unsized: bool = True):
         lambda s: "" if pd.isna(s) else f" · {s / 2**30:,.3g} GiB"
     )
     return rows.assign(label=rows["system"] + size).reset_index(drop=True)
+
+
+__all__ = [
+    "allreduce_model_sweep",
+    "busbw_size_sweep",
+    "largest_size_points",
+    "network_bandwidths_Bps",
+]

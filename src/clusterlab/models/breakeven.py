@@ -1,7 +1,7 @@
 """The break-even curve and tables that the economics charts draw, and a ledger.
 
 Sweeps of ``cl.models.economics`` over utilisation, cloud price and lifetime,
-returned as DataFrames so that ``cl.viz.economics`` only draws.
+returned as DataFrames so that ``cl.economics.chart`` only draws.
 
 ``lifetime_ledger`` checks the hourly model another way: it adds up every
 dollar an owned GPU costs over its whole life (the purchase, operations each
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float
-from .economics import (
+from clusterlab.core.validate import check_float
+from clusterlab.models.economics import (
     DEFAULTS,
     HOURS_PER_YEAR,
     breakeven_utilization,
@@ -25,14 +25,6 @@ from .economics import (
     onprem_hourly,
     useful_hour_cost,
 )
-
-__all__ = [
-    "breakeven_table",
-    "explorer_inputs",
-    "ledger_breakeven",
-    "lifetime_ledger",
-    "useful_hour_table",
-]
 
 
 def useful_hour_table(cloud_price_per_gpu_hour: float, utilizations, **onprem):
@@ -168,3 +160,12 @@ def ledger_breakeven(cloud_price_per_gpu_hour: float, **onprem) -> float:
         else:
             high = mid
     return high
+
+
+__all__ = [
+    "breakeven_table",
+    "explorer_inputs",
+    "ledger_breakeven",
+    "lifetime_ledger",
+    "useful_hour_table",
+]

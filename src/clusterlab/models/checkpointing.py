@@ -7,7 +7,7 @@ loses the work since the last checkpoint and costs a restart ``R``. Young's
 interval ``sqrt(2 C M)`` (Young 1974) balances the two wastes; Daly (2006) gives
 the exact expected wall time for exponential failures and a higher-order interval.
 
-``cl.sim.checkpointing`` simulates the same job with no formula inside, and the
+``cl.checkpointing.sim`` simulates the same job with no formula inside, and the
 tests check these closed forms against it.
 """
 
@@ -17,20 +17,7 @@ import math
 
 import numpy as np
 
-from .._validate import check_float, check_int
-
-__all__ = [
-    "checkpoint_cost_for_goodput",
-    "daly_interval",
-    "expected_wall_time",
-    "goodput",
-    "goodput_first_order",
-    "job_mtbf",
-    "mtbf_from_count",
-    "optimal_interval",
-    "part_mtbf",
-    "young_daly_interval",
-]
+from clusterlab.core.validate import check_float, check_int
 
 
 def _pos(name: str, value) -> float:
@@ -230,3 +217,17 @@ def checkpoint_cost_for_goodput(
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if best(mid) >= g else (lo, mid)
     return lo
+
+
+__all__ = [
+    "checkpoint_cost_for_goodput",
+    "daly_interval",
+    "expected_wall_time",
+    "goodput",
+    "goodput_first_order",
+    "job_mtbf",
+    "mtbf_from_count",
+    "optimal_interval",
+    "part_mtbf",
+    "young_daly_interval",
+]

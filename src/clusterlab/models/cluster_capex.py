@@ -21,20 +21,14 @@ import math
 
 import pandas as pd
 
-from .. import published
-from .._validate import check_int
-
-__all__ = [
-    "NODE_PRICE_ITEMS",
-    "cables_per_gpu",
-    "cluster_capex",
-    "e1_capex_table",
-    "fabric_capex",
-    "fabric_layers",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_int
 
 GPUS_PER_NODE = 8
+
+
 RADIX = 64  # ports of the priced 400 Gb/s InfiniBand switch
+
 
 #: Rows of ``data/prices.csv`` that price one 8-GPU H100 server.
 NODE_PRICE_ITEMS = (
@@ -191,3 +185,13 @@ def e1_capex_table(n_gpus: int = 512) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+__all__ = [
+    "NODE_PRICE_ITEMS",
+    "cables_per_gpu",
+    "cluster_capex",
+    "e1_capex_table",
+    "fabric_capex",
+    "fabric_layers",
+]

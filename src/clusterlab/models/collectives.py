@@ -29,19 +29,12 @@ from functools import cache
 
 import numpy as np
 
-from .. import published
-from .._validate import check_choice, check_float, check_int
-
-__all__ = [
-    "ALGORITHMS",
-    "allreduce_busbw",
-    "allreduce_time",
-    "allreduce_time_published",
-    "alpha_beta_time",
-    "bus_bandwidth",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice, check_float, check_int
 
 ALGORITHMS = ("ring", "tree", "hierarchical")
+
+
 _TOPOLOGY = ("gpus_per_node", "intra_alpha_s", "intra_bandwidth_Bps")
 
 
@@ -273,3 +266,13 @@ def allreduce_time_published(nbytes, n: int, system: str):
     safe = np.where(busbw > 0, busbw, 1.0)
     t = np.where(size > 0, 2 * (n - 1) / n * size / safe, 0.0)
     return float(t) if t.ndim == 0 else t
+
+
+__all__ = [
+    "ALGORITHMS",
+    "allreduce_busbw",
+    "allreduce_time",
+    "allreduce_time_published",
+    "alpha_beta_time",
+    "bus_bandwidth",
+]

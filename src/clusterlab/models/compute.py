@@ -21,23 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import published
-from .._validate import check_float, check_int
-
-__all__ = [
-    "flops_per_token",
-    "training_time",
-    "mfu_from_throughput",
-    "tokens_per_s_at_mfu",
-    "ModelShape",
-    "GPUSpec",
-    "LLAMA2_7B",
-    "LLAMA2_13B",
-    "LLAMA2_70B",
-    "GPT3_175B",
-    "H100_SXM",
-    "gpu_spec",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_float, check_int
 
 
 @dataclass(frozen=True)
@@ -74,15 +59,21 @@ class GPUSpec:
 LLAMA2_70B = ModelShape(
     "Llama 2 70B", 70e9, 80, 8192, 64, 8, 28672, 32000, 4096, "swiglu"
 )
+
+
 #: Llama 2 7B and 13B keep the Llama 1 shapes (Touvron et al. 2023, arXiv:
 #: 2302.13971, Table 2) with a 4096-token context; FFN widths from the released
 #: configurations (11008 and 13824).
 LLAMA2_7B = ModelShape(
     "Llama 2 7B", 7e9, 32, 4096, 32, 32, 11008, 32000, 4096, "swiglu"
 )
+
+
 LLAMA2_13B = ModelShape(
     "Llama 2 13B", 13e9, 40, 5120, 40, 40, 13824, 32000, 4096, "swiglu"
 )
+
+
 #: GPT-3 175B (Brown et al. 2020, arXiv:2005.14165, Table 2.1): 96 layers,
 #: hidden 12288, 96 heads, context 2048; vocabulary 50257.
 GPT3_175B = ModelShape("GPT-3 175B", 175e9, 96, 12288, 96, 96, 49152, 50257, 2048)
@@ -240,3 +231,19 @@ def tokens_per_s_at_mfu(
     per_token = flops_per_token(n_params, n_layers, hidden, seq_len)
     n_gpus, peak, mfu = _peak_and_mfu(n_gpus, peak_flops, mfu)
     return n_gpus * peak * mfu / per_token
+
+
+__all__ = [
+    "GPT3_175B",
+    "GPUSpec",
+    "H100_SXM",
+    "LLAMA2_13B",
+    "LLAMA2_70B",
+    "LLAMA2_7B",
+    "ModelShape",
+    "flops_per_token",
+    "gpu_spec",
+    "mfu_from_throughput",
+    "tokens_per_s_at_mfu",
+    "training_time",
+]

@@ -17,15 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_float, check_int
-
-__all__ = [
-    "commit_latency_s",
-    "election_time_bounds_s",
-    "expected_first_timeout_s",
-    "quorum_size",
-    "tolerated_failures",
-]
+from clusterlab.core.validate import check_float, check_int
 
 
 def quorum_size(n_replicas: int) -> int:
@@ -104,3 +96,12 @@ def election_time_bounds_s(
     hb = check_float("heartbeat_s", heartbeat_s, 0.0, lo)
     r = check_int("rounds", rounds, 1, 100)
     return lo - hb, r * hi
+
+
+__all__ = [
+    "commit_latency_s",
+    "election_time_bounds_s",
+    "expected_first_timeout_s",
+    "quorum_size",
+    "tolerated_failures",
+]

@@ -12,14 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-
-__all__ = [
-    "contention_drop",
-    "contention_sweep",
-    "mixed_cluster_throughput",
-    "network_share_for_drop",
-]
+from clusterlab.core.validate import check_float, check_int
 
 
 def contention_drop(network_share, stolen_share):
@@ -120,3 +113,11 @@ def contention_sweep(shares=(0.2, 0.4, 0.6, 0.8, 1.0), points: int = 91):
         ],
         ignore_index=True,
     )
+
+
+__all__ = [
+    "contention_drop",
+    "contention_sweep",
+    "mixed_cluster_throughput",
+    "network_share_for_drop",
+]

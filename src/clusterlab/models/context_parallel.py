@@ -22,19 +22,12 @@ micro-batch) in one attention layer. Activation memory reuses
 
 from __future__ import annotations
 
-from .._validate import check_float, check_int
-from .activations import activation_memory_per_layer, recompute_working_set
-from .compute import ModelShape
-
-__all__ = [
-    "cp_activation_bytes_per_rank",
-    "cp_kv_bytes_backward_per_rank",
-    "cp_kv_bytes_per_rank",
-    "ring_overlap_min_tokens",
-    "ring_saved_bytes_per_rank",
-    "tp_sp_bytes_per_rank",
-    "ulysses_bytes_per_rank",
-]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.activations import (
+    activation_memory_per_layer,
+    recompute_working_set,
+)
+from clusterlab.models.compute import ModelShape
 
 
 def _args(seq_len, kv_hidden, cp, bytes_per_value):
@@ -273,3 +266,14 @@ def ring_saved_bytes_per_rank(
     lb = b if lse_bytes_per_value is None else lse_bytes_per_value
     lb = check_float("lse_bytes_per_value", lb, 0.0, low_inclusive=False)
     return (2.0 * h + 2.0 * kv) * (s / c) * b + a * (s / c) * lb
+
+
+__all__ = [
+    "cp_activation_bytes_per_rank",
+    "cp_kv_bytes_backward_per_rank",
+    "cp_kv_bytes_per_rank",
+    "ring_overlap_min_tokens",
+    "ring_saved_bytes_per_rank",
+    "tp_sp_bytes_per_rank",
+    "ulysses_bytes_per_rank",
+]

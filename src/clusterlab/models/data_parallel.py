@@ -1,7 +1,7 @@
 """Models of data parallelism: DDP's bucketed overlap and ZeRO's memory per GPU.
 
 Pure functions, no ``torch``: the data-parallel and FSDP labs measure the real
-thing with ``clusterlab.dist.data_parallel`` and ``clusterlab.dist.fsdp``, and their
+thing with ``clusterlab.data_parallel.ranks`` and ``clusterlab.fsdp.ranks``, and their
 widgets redraw from these models without starting a process group.
 """
 
@@ -10,11 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-from .collectives import allreduce_time
-from .memory import training_memory
-
-__all__ = ["STATE_KINDS", "bucket_overlap_time", "bucket_sweep", "zero_memory_sweep"]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.collectives import allreduce_time
+from clusterlab.models.memory import training_memory
 
 #: The three kinds of model state, named as in ``training_memory``'s result.
 STATE_KINDS = ("weights", "grads", "optimizer")
@@ -140,3 +138,6 @@ def zero_memory_sweep(
                         }
                     )
     return pd.DataFrame(rows)
+
+
+__all__ = ["STATE_KINDS", "bucket_overlap_time", "bucket_sweep", "zero_memory_sweep"]

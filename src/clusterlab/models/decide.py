@@ -30,22 +30,10 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from .. import published
-from .._validate import check_float
-from .roofline import attainable_flops, matmul_intensity
-
-__all__ = [
-    "Hardware",
-    "PRESETS",
-    "Workload",
-    "decision_table",
-    "job_speedup",
-    "measured_workloads",
-    "recommend",
-    "reference_hardware",
-]
-
-_GB = 1e9  # bytes
+from clusterlab.core import published
+from clusterlab.core.units import GB as _GB
+from clusterlab.core.validate import check_float
+from clusterlab.models.roofline import attainable_flops, matmul_intensity
 
 
 @dataclass(frozen=True)
@@ -122,7 +110,7 @@ def reference_hardware(
     Returns:
         A ``Hardware``.
     """
-    from .economics import cloud_price
+    from clusterlab.models.economics import cloud_price
 
     spec = published.row("gpu_specs", part=gpu_part)
     core = published.row("cpu_core", item="server_core_assumed")
@@ -268,7 +256,7 @@ def measured_workloads(traits: pd.DataFrame, stated: dict | None = None) -> dict
     """Workloads whose intensity, shares and branching are measured.
 
     Args:
-        traits: ``cl.perf.measure_traits()`` (columns ``workload``,
+        traits: ``cl.roofline.workloads.measure_traits()`` (columns ``workload``,
             ``intensity``, ``dense_fraction``, ``io_fraction``,
             ``branch_fraction``, ``branching``).
         stated: name -> ``Workload`` giving what is not measured (memory to
@@ -337,3 +325,15 @@ PRESETS = {
     ),
     "web crawler": Workload("web crawler", 0.01, 0.0, 0.8, 4 * _GB, False, True, False),
 }
+
+
+__all__ = [
+    "Hardware",
+    "PRESETS",
+    "Workload",
+    "decision_table",
+    "job_speedup",
+    "measured_workloads",
+    "recommend",
+    "reference_hardware",
+]

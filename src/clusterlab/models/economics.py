@@ -24,30 +24,19 @@ import math
 
 import pandas as pd
 
-from .. import published
-from .._validate import check_float
-
-__all__ = [
-    "DEFAULTS",
-    "DEFAULT_ROWS",
-    "HOURS_PER_YEAR",
-    "REFERENCE_ON_DEMAND",
-    "REFERENCE_RESERVED",
-    "breakeven_utilization",
-    "cloud_price",
-    "cloud_prices",
-    "default_inputs",
-    "default_sources",
-    "onprem_hourly",
-    "run_cost",
-    "useful_hour_cost",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_float
 
 HOURS_PER_YEAR = 8760.0
+
+
 GPUS_PER_NODE = 8  # an HGX or DGX H100 server holds 8 GPUs
+
 
 #: Upper bounds of the argument checks (sanity ranges, not published figures).
 _MAX_CAPEX = 1e7
+
+
 _MAX_HOURLY = 1e3
 
 
@@ -63,6 +52,8 @@ def check_cloud_price(cloud_price_per_gpu_hour) -> float:
 
 
 _MAX_POWER = 1e5
+
+
 _MAX_KWH = 10.0
 
 
@@ -130,7 +121,7 @@ def default_inputs() -> dict:
     Returns:
         A dict of keyword arguments for ``onprem_hourly``.
     """
-    from .cluster_capex import RADIX, cables_per_gpu
+    from clusterlab.models.cluster_capex import RADIX, cables_per_gpu
 
     return {
         "capex_per_gpu": _price("hgx_h100_node") / GPUS_PER_NODE,
@@ -151,6 +142,8 @@ def default_inputs() -> dict:
 #: The on-demand and reserved cloud rows the book compares with by default: an
 #: 8-GPU instance (like for like with an 8-GPU server) and a reserved rate.
 REFERENCE_ON_DEMAND = "h100_sxm_lambda_8x"
+
+
 REFERENCE_RESERVED = "h100_sxm_hyperstack_reserved"
 
 
@@ -319,9 +312,26 @@ def run_cost(
     Returns:
         ``{"seconds", "gpu_hours", "dollars"}`` for the run.
     """
-    from .compute import training_time
+    from clusterlab.models.compute import training_time
 
     seconds = training_time(n_params, n_tokens, n_gpus, peak_flops, mfu)
     price = check_float("price_per_gpu_hour", price_per_gpu_hour, 0.0, _MAX_HOURLY)
     gpu_hours = seconds / 3600.0 * n_gpus
     return {"seconds": seconds, "gpu_hours": gpu_hours, "dollars": gpu_hours * price}
+
+
+__all__ = [
+    "DEFAULTS",
+    "DEFAULT_ROWS",
+    "HOURS_PER_YEAR",
+    "REFERENCE_ON_DEMAND",
+    "REFERENCE_RESERVED",
+    "breakeven_utilization",
+    "cloud_price",
+    "cloud_prices",
+    "default_inputs",
+    "default_sources",
+    "onprem_hourly",
+    "run_cost",
+    "useful_hour_cost",
+]

@@ -3,7 +3,7 @@
 A monitored process sends a heartbeat every ``interval_s``; the detector
 suspects it after ``timeout_s`` of silence. These two formulas give the mean
 detection time of a crash and the rate of false suspicions of a live process;
-``cl.sim.failures`` simulates the same detector event by event, with no formula
+``cl.failures.sim`` simulates the same detector event by event, with no formula
 inside, and the tests check one against the other.
 """
 
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_float
-
-__all__ = ["heartbeat_detection_time", "heartbeat_false_alarm_rate"]
+from clusterlab.core.validate import check_float
 
 
 def _pos(name: str, value) -> float:
@@ -86,3 +84,6 @@ def heartbeat_detection_time(
     p = check_float("loss", loss, 0.0, 0.999)
     td = t + d0 + j - dt / 2.0 - dt * p / (1.0 - p)
     return float(td) if td.ndim == 0 else td
+
+
+__all__ = ["heartbeat_detection_time", "heartbeat_false_alarm_rate"]

@@ -34,9 +34,7 @@ up to one activation too many).
 
 from __future__ import annotations
 
-from .._validate import check_int
-
-__all__ = ["fsdp_peak_bytes"]
+from clusterlab.core.validate import check_int
 
 
 def fsdp_peak_bytes(
@@ -85,3 +83,6 @@ def fsdp_peak_bytes(
             best, at = rise, k
     state = 3 * n * p / d  # weights, then Adam's two moments of the same size
     return {"state": state, "rise": best, "peak": state + best, "at_layer": at}
+
+
+__all__ = ["fsdp_peak_bytes"]

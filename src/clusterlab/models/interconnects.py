@@ -18,26 +18,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import published
-from .._validate import check_float, check_int
-from .collectives import _sweep, allreduce_time, allreduce_time_published
-from .contention import (  # noqa: F401  (kept importable from here)
-    contention_drop,
-    mixed_cluster_throughput,
-    network_share_for_drop,
+from clusterlab.core import published
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.collectives import (
+    _sweep,
+    allreduce_time,
+    allreduce_time_published,
 )
-from .links import LINKS, Link, as_link, link  # noqa: F401
-
-__all__ = [
-    "DEFAULT_INTRA",
-    "cluster_allreduce_time",
-    "comm_share_needed",
-    "compute_time",
-    "default_mfu",
-    "h100_peak_flops",
-    "interconnect_sweep",
-    "step_time",
-]
+from clusterlab.models.links import LINKS, as_link
 
 #: The published all-reduce inside an H100 node that the step model uses.
 DEFAULT_INTRA = "8xH100-scalingbook"
@@ -215,3 +203,15 @@ def interconnect_sweep(
     cols = "link n_params tokens_per_gpu nics_per_node compute_s allreduce_s"
     df = pd.DataFrame(rows, columns=[*cols.split(), "exposed_s", "step_s"])
     return df.assign(comm_share=df["exposed_s"] / df["step_s"])
+
+
+__all__ = [
+    "DEFAULT_INTRA",
+    "cluster_allreduce_time",
+    "comm_share_needed",
+    "compute_time",
+    "default_mfu",
+    "h100_peak_flops",
+    "interconnect_sweep",
+    "step_time",
+]

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import published
-from .._units import HOUR_S
-from .._validate import check_float
-from .economics import GPUS_PER_NODE, REFERENCE_ON_DEMAND
-
-__all__ = ["HOURS_PER_MONTH", "io_bound_cost", "same_budget_fleets"]
+from clusterlab.core import published
+from clusterlab.core.units import HOUR_S
+from clusterlab.core.validate import check_float
+from clusterlab.models.economics import GPUS_PER_NODE, REFERENCE_ON_DEMAND
 
 HOURS_PER_MONTH = 730.0  # 8760 h / 12
+
+
 _MAX_NODE_HOURLY = 1e4  # sanity bound of the argument check
 
 
@@ -141,3 +141,6 @@ def io_bound_cost(
     )
     seconds = data / (nodes * io)
     return {"seconds": seconds, "dollars": seconds / HOUR_S * nodes * price}
+
+
+__all__ = ["HOURS_PER_MONTH", "io_bound_cost", "same_budget_fleets"]

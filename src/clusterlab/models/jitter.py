@@ -11,7 +11,7 @@ Every worker's compute time per step has mean ``base_s`` and standard deviation
 
 ``cv`` is at most 1: a worker whose step time varies by more than its mean is
 broken, not jittery. ``compute_time_cdf`` is the distribution function that
-``cl.models.stragglers`` integrates; the simulation in ``cl.sim.stragglers``
+``cl.models.stragglers`` integrates; the simulation in ``cl.stragglers.sim``
 draws from the same four.
 """
 
@@ -22,16 +22,22 @@ import math
 
 import numpy as np
 
-from .._validate import check_choice, check_float
-
-__all__ = ["JITTERS", "compute_time_cdf"]
+from clusterlab.core.validate import check_choice, check_float
 
 JITTERS = ("none", "normal", "lognormal", "exponential")
+
+
 #: Tail mass ignored at each end of a worker's distribution (below 1e-15 / N).
 _TAIL = 1e-20
+
+
 _GRID = 2001
+
+
 #: Below this coefficient of variation a worker's time counts as fixed.
 _STEADY_CV = 1e-9
+
+
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
@@ -130,3 +136,6 @@ def _sum_cdf(base_s: float, jitter: str, cv: float, steps: int, tail: float):
     first = max(0, int(np.searchsorted(values, 1e-30)) - 1)
     last = min(n, int(np.searchsorted(values, 1.0 - 1e-16)) + 1)
     return sum_edges[first : last + 1], np.minimum(values[first : last + 1], 1.0)
+
+
+__all__ = ["JITTERS", "compute_time_cdf"]

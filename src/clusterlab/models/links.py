@@ -16,11 +16,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .. import published
-from .._validate import check_choice, check_float
-from .collectives import bus_bandwidth
-
-__all__ = ["LINKS", "Link", "link", "link_assumptions"]
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice, check_float
+from clusterlab.models.collectives import bus_bandwidth
 
 
 @dataclass(frozen=True)
@@ -106,3 +104,6 @@ def link(name: str, **changes) -> Link:
 def as_link(value) -> Link:
     """``value`` if it is a ``Link``, else the ``LINKS`` entry of that name."""
     return value if isinstance(value, Link) else link(value)
+
+
+__all__ = ["LINKS", "Link", "link", "link_assumptions"]

@@ -1,7 +1,7 @@
 """Long sequences: sweeps of context parallelism's memory, traffic and time.
 
 Built on the formulas of :mod:`clusterlab.models.context_parallel`; the
-long-context lab, its chapter and ``cl.viz.long_context`` read these tables.
+long-context lab, its chapter and ``cl.long_context.chart`` read these tables.
 GPU peaks, the sustained share of them (MFU) and the links' rates come from
 ``data/`` (``gpu_specs``, ``step_assumptions``, ``link_assumptions`` with
 ``interconnect_rates``), never from literals here.
@@ -21,34 +21,29 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import published
-from .._validate import check_choice, check_int
-from .activations import layer_params
-from .compute import LLAMA2_7B, LLAMA2_70B, ModelShape, gpu_spec
-from .context_parallel import (
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice, check_int
+from clusterlab.models.activations import layer_params
+from clusterlab.models.compute import LLAMA2_7B, LLAMA2_70B, ModelShape, gpu_spec
+from clusterlab.models.context_parallel import (
     cp_activation_bytes_per_rank,
     cp_kv_bytes_per_rank,
     tp_sp_bytes_per_rank,
     ulysses_bytes_per_rank,
 )
-from .links import LINKS
-
-__all__ = [
-    "LONG_CONTEXT_LINKS",
-    "LONG_CONTEXT_MODELS",
-    "kv_hidden",
-    "long_context_comm_sweep",
-    "long_context_memory_sweep",
-    "long_context_time_sweep",
-]
+from clusterlab.models.links import LINKS
 
 #: The models the explorer offers, by name.
 LONG_CONTEXT_MODELS = {m.name: m for m in (LLAMA2_7B, LLAMA2_70B)}
+
+
 #: Links the ranks of a sequence may share: inside a node, across nodes.
 LONG_CONTEXT_LINKS = {
     "inside a node (NVLink 4)": "NVLink 4",
     "across nodes (InfiniBand NDR)": "NDR400 InfiniBand",
 }
+
+
 METHODS = ("ring attention", "Ulysses", "TP + SP")
 
 
@@ -192,3 +187,13 @@ def long_context_time_sweep(
                     )
                 )
     return pd.DataFrame(rows)
+
+
+__all__ = [
+    "LONG_CONTEXT_LINKS",
+    "LONG_CONTEXT_MODELS",
+    "kv_hidden",
+    "long_context_comm_sweep",
+    "long_context_memory_sweep",
+    "long_context_time_sweep",
+]

@@ -7,10 +7,8 @@ state; the activations of the backward pass through the frozen layers remain.
 
 from __future__ import annotations
 
-from .._validate import check_float, check_int
-from .activations import activation_memory_per_layer
-
-__all__ = ["lora_memory"]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.activations import activation_memory_per_layer
 
 
 def lora_memory(
@@ -72,3 +70,6 @@ def lora_memory(
     out["total"] = sum(out.values())
     out["trainable_params"] = trainable
     return out
+
+
+__all__ = ["lora_memory"]

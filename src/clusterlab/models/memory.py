@@ -51,23 +51,30 @@ from __future__ import annotations
 import functools
 import math
 
-from .._validate import check_choice, check_float, check_int
-from .activations import (
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice, check_float, check_int
+from clusterlab.models.activations import (
     RECOMPUTE_MODES,
     activation_memory_per_layer,
     layer_params,
     recompute_working_set,
 )
-from .pipeline import in_flight_microbatches
-
-__all__ = [
-    "MEMORY_KEYS",
-    "model_memory",
-    "model_state_bytes_per_param",
-    "training_memory",
-]
+from clusterlab.models.pipeline import in_flight_microbatches
 
 SCHEDULES = ("1f1b", "gpipe")
+
+
+def usable_memory_fraction() -> float:
+    """The share of a GPU's memory a plan may fill (``data/step_assumptions.csv``)."""
+    return published.value(
+        "step_assumptions", "value_fraction", quantity="usable_memory"
+    )
+
+
+#: The same share, read once: the default of every planner and chart.
+USABLE_MEMORY_FRACTION = usable_memory_fraction()
+
+
 #: The keys of :func:`training_memory`'s result, in bytes per GPU.
 MEMORY_KEYS = (
     "weights",
@@ -275,3 +282,11 @@ def model_memory(model, *, seq_len: int | None = None, **plan) -> dict:
         vocab=model.vocab,
     )
     return training_memory(model.n_params, **shape, **plan)
+
+
+__all__ = [
+    "MEMORY_KEYS",
+    "model_memory",
+    "model_state_bytes_per_param",
+    "training_memory",
+]

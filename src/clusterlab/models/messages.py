@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-from .collectives import alpha_beta_time
-
-__all__ = ["alpha_beta_curve"]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.collectives import alpha_beta_time
 
 
 def alpha_beta_curve(
@@ -45,3 +43,6 @@ def alpha_beta_curve(
             "beta_Bps": float(beta_Bps),
         }
     )
+
+
+__all__ = ["alpha_beta_curve"]

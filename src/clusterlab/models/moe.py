@@ -23,19 +23,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-from .links import as_link
-from .stragglers import expected_step_time
-
-__all__ = [
-    "alltoall_bytes_per_rank",
-    "alltoall_time_s",
-    "busiest_expert_load",
-    "config_alltoall_sweep",
-    "ep_alltoall_sweep",
-    "ep_layer_alltoall_s",
-    "expert_capacity",
-]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.links import as_link
+from clusterlab.models.stragglers import expected_step_time
 
 
 def alltoall_bytes_per_rank(
@@ -267,7 +257,7 @@ def config_alltoall_sweep(
         :func:`ep_alltoall_sweep`'s columns plus ``model``, ``tokens_per_rank``
         and ``layer_ms``.
     """
-    from .. import published
+    from clusterlab.core import published
 
     parts = []
     for name in models:
@@ -281,3 +271,14 @@ def config_alltoall_sweep(
             parts.append(df.assign(model=name, tokens_per_rank=int(t)))
     out = pd.concat(parts, ignore_index=True)
     return out.assign(layer_ms=out["layer_s"] * 1e3)
+
+
+__all__ = [
+    "alltoall_bytes_per_rank",
+    "alltoall_time_s",
+    "busiest_expert_load",
+    "config_alltoall_sweep",
+    "ep_alltoall_sweep",
+    "ep_layer_alltoall_s",
+    "expert_capacity",
+]

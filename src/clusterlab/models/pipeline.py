@@ -29,16 +29,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._validate import check_choice, check_float, check_int
-
-__all__ = [
-    "bubble_fraction",
-    "simulate_schedule",
-    "simulated_bubble",
-    "peak_in_flight",
-    "in_flight_microbatches",
-    "PIPELINE_SCHEDULES",
-]
+from clusterlab.core.validate import check_choice, check_float, check_int
 
 PIPELINE_SCHEDULES = ("1f1b", "gpipe")
 
@@ -285,3 +276,13 @@ def peak_in_flight(schedule_df: pd.DataFrame) -> pd.Series:
     ).sort_values(["stage", "t", "d"])
     held = events.groupby("stage")["d"].cumsum()
     return (held.groupby(events["stage"]).max() / v).rename("peak_in_flight")
+
+
+__all__ = [
+    "PIPELINE_SCHEDULES",
+    "bubble_fraction",
+    "in_flight_microbatches",
+    "peak_in_flight",
+    "simulate_schedule",
+    "simulated_bubble",
+]

@@ -1,6 +1,6 @@
 """Sweeps of the pipeline model, as tables for the pipeline charts.
 
-``cl.viz.pipeline`` only draws; the schedules it shows and the bubble curve it
+``cl.pipeline.chart`` only draws; the schedules it shows and the bubble curve it
 draws under measured points are computed here, from
 :func:`~clusterlab.models.pipeline.simulate_schedule` and
 :func:`~clusterlab.models.pipeline.bubble_fraction`.
@@ -12,15 +12,13 @@ import functools
 
 import pandas as pd
 
-from .._validate import check_choice, check_int
-from .pipeline import (
+from clusterlab.core.validate import check_choice, check_int
+from clusterlab.models.pipeline import (
     PIPELINE_SCHEDULES,
     bubble_fraction,
     simulate_schedule,
     simulated_bubble,
 )
-
-__all__ = ["PIPELINE_EXPLORER_SCHEDULES", "bubble_curve", "schedule_sweep"]
 
 #: Schedules the explorer offers: label -> (schedule, interleave).
 PIPELINE_EXPLORER_SCHEDULES = {
@@ -98,3 +96,6 @@ def schedule_sweep(
     max_p = check_int("max_stages", max_stages, 2, 8)
     max_m = check_int("max_microbatches", max_microbatches, 1, 16)
     return _sweep(max_p, max_m)
+
+
+__all__ = ["PIPELINE_EXPLORER_SCHEDULES", "bubble_curve", "schedule_sweep"]

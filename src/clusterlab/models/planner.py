@@ -42,13 +42,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .compute import H100_SXM, ModelShape
-from .memory import RECOMPUTE_MODES
-from .planner5d import plan5d, plan5d_row
-from .planner_comm import DEFAULT_INTER_NODE_LINK, DEFAULT_INTRA_NODE_SYSTEM
-from .recipes import Recipe
-
-__all__ = ["plan", "plan_row", "recipe_row"]
+from clusterlab.models.activations import RECOMPUTE_MODES
+from clusterlab.models.compute import H100_SXM, ModelShape
+from clusterlab.models.memory import USABLE_MEMORY_FRACTION
+from clusterlab.models.planner5d import plan5d, plan5d_row
+from clusterlab.models.planner_comm import (
+    DEFAULT_INTER_NODE_LINK,
+    DEFAULT_INTRA_NODE_SYSTEM,
+)
+from clusterlab.models.recipes import Recipe
 
 #: Columns of the 5-D planner that a 3-D plan does not have.
 _ONLY_5D = (
@@ -75,7 +77,7 @@ def plan_row(
     seq_len: int | None = None,
     gpu_memory_bytes: float | None = None,
     peak_flops: float | None = None,
-    usable_fraction: float = 0.9,
+    usable_fraction: float = USABLE_MEMORY_FRACTION,
     gpus_per_node: int = 8,
     intra_node_system: str = DEFAULT_INTRA_NODE_SYSTEM,
     inter_node_link=DEFAULT_INTER_NODE_LINK,
@@ -180,3 +182,6 @@ def plan(
         recompute_modes=recompute_modes, max_pp=max_pp, **kwargs,
     )  # fmt: skip
     return df.drop(columns=[c for c in _ONLY_5D if c in df.columns])
+
+
+__all__ = ["plan", "plan_row", "recipe_row"]

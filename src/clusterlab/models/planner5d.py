@@ -31,24 +31,61 @@ outermost. Each extra term is a column:
 
 Like the 3-D planner it is an upper-bound estimate that says which plans are
 worth trying, not what a run will measure.
+
+Mixture-of-experts models and published layouts for the 5-D planner.
+
+A :class:`MoEShape` is what the planner needs to know of a MoE transformer:
+its dense part (attention, shared experts, embeddings, the first dense
+layers) is split like a dense model's, by ``tp * pp``; its routed experts by
+``pp * ep``. Arithmetic and activations follow the *active* parameters: each
+token meets ``top_k`` routed and the shared experts, so the planner reads the
+model as a dense one of ``params_active`` parameters whose MLP is
+``(top_k + n_shared_experts) * expert_ffn_hidden`` wide
+(:func:`dense_shape`).
+
+:func:`moe_shape` builds one from ``data/moe_configs.csv`` (the architecture)
+and ``data/parallel_layouts_published.csv`` (the heads, vocabulary and
+sequence the run used); :func:`published_layout` reads a layout row, and
+:func:`layout_check` asks of the planner the two questions a published layout
+answers: does it fit, and does it need its expert parallelism to fit?
+
+The 5-D planner's extra terms: memory re-split for MoE, ring attention, all-to-all.
+
+Helpers of :mod:`~clusterlab.models.planner5d` (read its docstring for the
+model). ``plan`` dicts carry ``tp, cp, pp, dp, ep`` (degrees), ``z`` (ZeRO
+stage), ``rc`` (recomputation) and ``sp`` (sequence parallelism); ``cell``
+carries the node size, the published intra-node system, the network link and
+the achieved FLOP/s.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .._validate import check_choice, check_float, check_int
-from . import precision as _precision
-from .compute import flops_per_token
-from .links import LINKS, as_link
-from .memory import RECOMPUTE_MODES
-from .pipeline import bubble_fraction
-from .planner5d_terms import _cp_s, _ep_s, _gpu_figures, _memory, _state_bytes
-from .planner_comm import (
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice, check_float, check_int
+from clusterlab.models import precision as _precision
+from clusterlab.models.activations import RECOMPUTE_MODES
+from clusterlab.models.compute import ModelShape, flops_per_token
+from clusterlab.models.context_parallel import (
+    cp_kv_bytes_backward_per_rank,
+    cp_kv_bytes_per_rank,
+)
+from clusterlab.models.links import LINKS, as_link
+from clusterlab.models.memory import (
+    USABLE_MEMORY_FRACTION,
+    model_memory,
+    model_state_bytes_per_param,
+)
+from clusterlab.models.moe import alltoall_bytes_per_rank, ep_layer_alltoall_s
+from clusterlab.models.pipeline import bubble_fraction
+from clusterlab.models.planner_comm import (
     DEFAULT_INTER_NODE_LINK,
     DEFAULT_INTRA_NODE_SYSTEM,
     _busbw,
@@ -56,9 +93,264 @@ from .planner_comm import (
     _tp_s,
     matmul_efficiency_of,
 )
-from .planner_moe import MoEShape, dense_shape, split_params
 
-__all__ = ["plan5d", "plan5d_row"]
+
+@dataclass(frozen=True)
+class MoEShape:
+    """A MoE transformer's size and shape (lengths in tokens).
+
+    Attributes:
+        name: label for tables.
+        params_total, params_active: parameters in all, and met by one token.
+        n_layers, hidden, n_heads, n_kv_heads, vocab, seq_len: as in
+            ``ModelShape`` (keys and values as wide as the queries for MLA).
+        n_dense_layers: leading layers with a dense MLP instead of experts.
+        n_experts, top_k, n_shared_experts, expert_ffn_hidden: the MoE layer.
+    """
+
+    name: str
+    params_total: float
+    params_active: float
+    n_layers: int
+    hidden: int
+    n_heads: int
+    n_kv_heads: int
+    vocab: int
+    seq_len: int
+    n_dense_layers: int
+    n_experts: int
+    top_k: int
+    n_shared_experts: int
+    expert_ffn_hidden: int
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters of the routed experts: layers x experts x 3 h f (SwiGLU)."""
+        per_expert = 3.0 * self.hidden * self.expert_ffn_hidden
+        return (self.n_layers - self.n_dense_layers) * self.n_experts * per_expert
+
+
+def dense_shape(model) -> ModelShape:
+    """The dense model the planner computes with (the active one for MoE)."""
+    if isinstance(model, ModelShape):
+        return model
+    if not isinstance(model, MoEShape):
+        raise ValueError(f"model={model!r} must be a ModelShape or a MoEShape")
+    width = (model.top_k + model.n_shared_experts) * model.expert_ffn_hidden
+    return ModelShape(
+        model.name, model.params_active, model.n_layers, model.hidden,
+        model.n_heads, model.n_kv_heads, width, model.vocab, model.seq_len,
+        "swiglu",
+    )  # fmt: skip
+
+
+def split_params(model) -> tuple[float, float]:
+    """(parameters split by ``tp * pp``, routed-expert parameters by ``pp * ep``)."""
+    if isinstance(model, MoEShape):
+        return model.params_total - model.expert_params, model.expert_params
+    return dense_shape(model).n_params, 0.0
+
+
+def published_layout(layout: str) -> pd.Series:
+    """One row of ``data/parallel_layouts_published.csv`` (a layout and its run).
+
+    Args:
+        layout: the row's ``layout``, e.g. "DeepSeek-V3 pre-training".
+
+    Returns:
+        The row: model, GPUs, the five degrees, ZeRO stage, recomputation,
+        precision, sequence and batch, the reported GPU-hours, provenance.
+    """
+    return published.row("parallel_layouts_published", layout=layout)
+
+
+def moe_shape(layout_name: str = "DeepSeek-V3 pre-training") -> MoEShape:
+    """The MoE model of a published layout, from the two tables.
+
+    Args:
+        layout_name: a ``layout`` of ``data/parallel_layouts_published.csv``
+            whose ``model`` is a ``model`` of ``data/moe_configs.csv``.
+
+    Returns:
+        The model's :class:`MoEShape`.
+    """
+    run = published_layout(layout_name)
+    arch = published.row("moe_configs", model=run["model"])
+    return MoEShape(
+        name=str(run["model"]),
+        params_total=float(arch["params_total"]),
+        params_active=float(arch["params_active"]),
+        n_layers=int(arch["n_layers"]),
+        hidden=int(arch["hidden"]),
+        n_heads=int(run["n_heads"]),
+        n_kv_heads=int(run["n_heads"]),
+        vocab=int(run["vocab"]),
+        seq_len=int(run["seq_len"]),
+        n_dense_layers=int(arch["n_layers"] - arch["n_moe_layers"]),
+        n_experts=int(arch["n_experts"]),
+        top_k=int(arch["top_k"]),
+        n_shared_experts=int(arch["n_shared_experts"]),
+        expert_ffn_hidden=int(arch["expert_ffn_hidden"]),
+    )
+
+
+def layout_plan(layout: pd.Series) -> dict:
+    """The ``plan5d_row`` arguments a layout row states."""
+    keys = ("tp", "pp", "dp", "cp", "ep", "zero_stage", "micro_batch")
+    plan = {k: int(layout[k]) for k in keys}
+    plan.update(recompute=str(layout["recompute"]), precision=str(layout["precision"]))
+    plan.update(global_batch=int(layout["global_batch"]), sequence_parallel=False)
+    plan.update(gpus_per_node=int(layout["gpus_per_node"]))
+    plan["gpu"] = str(layout["planner_gpu"])
+    return plan
+
+
+def layout_check(model, layout: pd.Series, **kwargs) -> pd.DataFrame:
+    """What the planner says of a published layout, question by question.
+
+    Statements, each a row with ``holds``: the layout fits in the GPU's
+    usable memory; without its expert parallelism (``ep = 1``, the same other
+    degrees) it would not; it uses every GPU (``tp*cp*pp*dp = n_gpus``); and,
+    where the layout reports GPU-hours, the throughput they imply lies
+    between the planner's estimate with the all-to-alls exposed
+    (``ep_overlap = 0``) and hidden (``ep_overlap = 1``), which ``attrs``
+    also hold. A wrong model (experts not split by ``ep``, the wrong expert
+    count, a wrong speed) makes one of them fail.
+
+    Args:
+        model: the model (a :class:`MoEShape`).
+        layout: a row of :func:`published_layout`.
+        **kwargs: more ``plan5d_row`` arguments (links, ``ep_overlap``...).
+
+    Returns:
+        Columns ``statement, holds, memory_GB, usable_GB``.
+    """
+    plan = layout_plan(layout) | kwargs
+    row = plan5d_row(model, **plan)
+    no_ep = plan5d_row(model, **(plan | {"ep": 1}))
+    hbm = published.value("gpu_specs", "hbm_bytes", part=plan["gpu"])
+    usable = USABLE_MEMORY_FRACTION * hbm
+    n = plan["tp"] * plan["cp"] * plan["pp"] * plan["dp"]
+    nan = float("nan")
+    rows = [
+        ("the published layout fits", bool(row["fits"]), row["memory_bytes"]),
+        ("without EP it would not fit", not no_ep["fits"], no_ep["memory_bytes"]),
+        (f"it uses all {int(layout['n_gpus'])} GPUs", n == layout["n_gpus"], nan),
+    ]
+    df = pd.DataFrame(rows, columns=["statement", "holds", "memory_bytes"])
+    df["memory_GB"] = df.pop("memory_bytes") / 1e9
+    df["usable_GB"] = usable / 1e9
+    hours = layout.get("gpu_hours_per_trillion_tokens")
+    if hours is not None and hours == hours:
+        reported = reported_tokens_per_s(layout)
+        low = plan5d_row(model, **(plan | {"ep_overlap": 0.0}))["tokens_per_s"]
+        high = plan5d_row(model, **(plan | {"ep_overlap": 1.0}))["tokens_per_s"]
+        text = "the reported tokens/s lies between all-to-all exposed and hidden"
+        df.loc[len(df)] = [text, bool(low <= reported <= high), nan, nan]
+        df.attrs.update(reported_tokens_per_s=reported, exposed_tokens_per_s=low)
+        df.attrs["hidden_tokens_per_s"] = high
+    return df
+
+
+def reported_tokens_per_s(layout: pd.Series) -> float:
+    """Tokens/s of the whole job implied by the reported GPU-hours per 1e12 tokens.
+
+    Args:
+        layout: a row of :func:`published_layout`.
+
+    Returns:
+        ``1e12 / (gpu_hours_per_trillion_tokens * 3600) * n_gpus``.
+    """
+    per_gpu_s = float(layout["gpu_hours_per_trillion_tokens"]) * 3600.0 / 1e12
+    return float(layout["n_gpus"]) / per_gpu_s
+
+
+_NVLINK = "NVLink 4"
+
+
+@functools.lru_cache(maxsize=64)
+def _gpu_figures(gpu, precision):
+    """(memory bytes, peak FLOP/s) of a GPU in a precision, read once."""
+    memory = published.value("gpu_specs", "hbm_bytes", part=gpu)
+    return float(memory), float(_precision.peak_flops(gpu, precision))
+
+
+def _state_bytes(precision):
+    return (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
+
+
+def _memory(model, shape, s, b, m, plan, state, act_scale, formula):
+    """Peak bytes per GPU: the dense model's memory, state re-split for MoE."""
+    tp, cp, pp, dp, ep, zero = (plan[k] for k in ("tp", "cp", "pp", "dp", "ep", "z"))
+    wb, gb, ob = state
+    mem = model_memory(
+        shape, seq_len=s // cp, tp=tp, pp=pp, dp=dp * cp, zero_stage=zero,
+        micro_batch=b, sequence_parallel=plan["sp"], recompute=plan["rc"],
+        formula=formula, microbatches=max(m, 1), weight_bytes=wb, grad_bytes=gb,
+        optimizer_bytes=ob,
+    )  # fmt: skip
+    for key in ("activations", "last_stage_activations", "recompute_buffer"):
+        mem[key] *= act_scale
+    other, experts = split_params(model)
+    kw = dict(weight_bytes=wb, grad_bytes=gb, optimizer_bytes=ob)
+    expert_pp = model_state_bytes_per_param(zero, dp * cp // ep, **kw) if experts else 0
+    mem["weights"] = other / (tp * pp) * wb / (dp * cp if zero >= 3 else 1)
+    mem["grads"] = other / (tp * pp) * gb / (dp * cp if zero >= 2 else 1)
+    mem["optimizer"] = other / (tp * pp) * ob / (dp * cp if zero >= 1 else 1)
+    mem["expert_state"] = experts / (pp * ep) * expert_pp
+    if experts and zero == 3 and dp * cp > 1:  # ZeRO-3 gathers the local experts
+        one = 3.0 * model.hidden * model.expert_ffn_hidden
+        local = model.n_experts / ep * one - model.top_k * one / tp
+        mem["gathered_weights"] += 2 * local * wb
+        mem["gathered_grads"] += local * gb
+    common = mem["weights"] + mem["grads"] + mem["optimizer"] + mem["expert_state"]
+    common += mem["gathered_weights"] + mem["gathered_grads"]
+    common += mem["recompute_buffer"]
+    last = mem["last_stage_activations"] + mem["logits"]
+    if pp == 1:
+        mem["total"] = common + mem["activations"] + mem["logits"]
+    else:
+        mem["total"] = common + max(mem["activations"], last)
+    return mem
+
+
+def _cp_s(shape, s, b, plan, ab, cell):
+    """Bytes sent and exposed seconds of ring attention, per layer-micro-batch."""
+    tp, cp = plan["tp"], plan["cp"]
+    if cp == 1:
+        return 0.0, 0.0
+    kv_hidden = shape.hidden * shape.n_kv_heads // shape.n_heads
+    fwd = cp_kv_bytes_per_rank(s, kv_hidden, cp, ab) * b / tp
+    sent = fwd * (2 if plan["rc"] == "full" else 1)
+    sent += cp_kv_bytes_backward_per_rank(s, kv_hidden, cp, ab) * b / tp
+    net = cell["net"]
+    if tp * cp <= cell["gpus_per_node"]:
+        send_s = sent / _busbw(fwd, cell["system"])
+    else:
+        send_s = sent / net.effective_Bps + 3 * (cp - 1) * net.alpha_s
+    # The passes overlap the layer's attention arithmetic: 12 h s per token.
+    attn_s = 12.0 * shape.hidden * s * (b * s / cp) / tp / cell["flops"]
+    return sent, max(0.0, send_s - attn_s)
+
+
+def _ep_s(model, s, b, plan, ab, dispatch_b, cell):
+    """Bytes sent and seconds of the MoE all-to-alls, per MoE layer-micro-batch."""
+    tp, cp, ep = plan["tp"], plan["cp"], plan["ep"]
+    if ep == 1:
+        return 0.0, 0.0
+    tokens = max(1, (b * s) // (cp * tp))
+    per_node = max(1, cell["gpus_per_node"] // (tp * cp))
+    args = (tokens, model.hidden, model.top_k, ep)
+    where = dict(ranks_per_domain=per_node, nvlink=_NVLINK, network=cell["net"])
+    fwd = ep_layer_alltoall_s(*args, dispatch_b, **where)["layer_s"] / 2
+    fwd += ep_layer_alltoall_s(*args, ab, **where)["layer_s"] / 2
+    bwd = ep_layer_alltoall_s(*args, ab, **where)["layer_s"]
+    sent = alltoall_bytes_per_rank(*args, dispatch_b) + 3 * alltoall_bytes_per_rank(
+        *args, ab
+    )
+    if plan["rc"] == "full":
+        return sent * 1.5, 2 * fwd + bwd
+    return sent, fwd + bwd
 
 
 def _extra_flops_per_token(model, s, recompute, formula):
@@ -99,7 +391,7 @@ def plan5d_row(
     gpu: str = "H100 SXM5",
     gpu_memory_bytes: float | None = None,
     peak_flops: float | None = None,
-    usable_fraction: float = 0.9,
+    usable_fraction: float = USABLE_MEMORY_FRACTION,
     gpus_per_node: int = 8,
     intra_node_system: str = DEFAULT_INTRA_NODE_SYSTEM,
     inter_node_link=DEFAULT_INTER_NODE_LINK,
@@ -110,7 +402,7 @@ def plan5d_row(
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
     Args:
-        model: a dense ``ModelShape`` or a ``cl.models.planner_moe.MoEShape``.
+        model: a dense ``ModelShape`` or a ``cl.models.planner5d.MoEShape``.
         tp, pp, dp, cp, ep: the degrees (``ep`` divides ``dp * cp`` and the
             experts; 1 for a dense model); the job uses ``tp*cp*pp*dp`` GPUs.
         zero_stage, recompute, sequence_parallel: as in ``plan_row``.
@@ -308,3 +600,17 @@ def plan5d(
     df["tokens_per_s"] = df["tokens_per_s"].astype(float)
     order = np.lexsort((-df["tokens_per_s"].fillna(-1).to_numpy(), ~df["feasible"]))
     return df.iloc[order].reset_index(drop=True)
+
+
+__all__ = [
+    "MoEShape",
+    "dense_shape",
+    "layout_check",
+    "layout_plan",
+    "moe_shape",
+    "plan5d",
+    "plan5d_row",
+    "published_layout",
+    "reported_tokens_per_s",
+    "split_params",
+]

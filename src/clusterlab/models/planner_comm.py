@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import functools
 
-from .. import published
-from .._validate import check_int
-from .collectives import allreduce_time, allreduce_time_published, bus_bandwidth
-from .links import as_link
-
-__all__ = [
-    "DEFAULT_INTER_NODE_LINK",
-    "DEFAULT_INTRA_NODE_SYSTEM",
-    "matmul_efficiency_of",
-    "tp_allreduce_s",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_int
+from clusterlab.models.collectives import (
+    allreduce_time,
+    allreduce_time_published,
+    bus_bandwidth,
+)
+from clusterlab.models.links import as_link
 
 #: Published all-reduce sweep used inside a node: 8 H100 on NVLink 4.
 DEFAULT_INTRA_NODE_SYSTEM = "8xH100-scalingbook"
+
+
 #: The network link each GPU uses between nodes: one NDR400 port per GPU.
 DEFAULT_INTER_NODE_LINK = "NDR400 InfiniBand"
 
@@ -99,3 +98,11 @@ def _dp_s(nbytes, dp, inside, system, net):
     if inside:
         return float(allreduce_time_published(nbytes, dp, system))
     return float(allreduce_time(nbytes, dp, net.alpha_s, net.effective_Bps))
+
+
+__all__ = [
+    "DEFAULT_INTER_NODE_LINK",
+    "DEFAULT_INTRA_NODE_SYSTEM",
+    "matmul_efficiency_of",
+    "tp_allreduce_s",
+]

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .compute import ModelShape
-
-__all__ = ["rule_table", "speed_rule_holds"]
+from clusterlab.models.compute import ModelShape
 
 
 def rule_table(cases: dict) -> pd.DataFrame:
@@ -91,3 +89,6 @@ def speed_rule_holds(
     wants_pp = n > 1.05 * pp_above
     holds = ((table["best_tp"] > 1) == wants_tp) & ((table["best_pp"] > 1) == wants_pp)
     return holds.set_axis(table["model"])
+
+
+__all__ = ["rule_table", "speed_rule_holds"]

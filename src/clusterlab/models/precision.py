@@ -18,33 +18,27 @@ from __future__ import annotations
 
 import math
 
-from .. import published
-from .._validate import check_choice
-
-__all__ = [
-    "PRECISIONS",
-    "FORMATS",
-    "bytes_per_value",
-    "peak_flops",
-    "format_table",
-    "torch_dtype",
-    "underflow_share",
-    "matmul_relative_error",
-    "allgather_bytes",
-]
+from clusterlab.core import published
+from clusterlab.core.validate import check_choice
 
 #: RMS relative rounding error of round-to-nearest, in units of the format's
 #: epsilon, for values whose mantissas spread log-uniformly over a binade:
 #: sqrt(E[1/m^2] / 12) with E[1/m^2] = 3 / (8 ln 2) for m in [1, 2).
 ROUNDING_RMS_PER_EPS = math.sqrt(3 / (8 * math.log(2)) / 12)
 
+
 #: The training precisions the book's models take.
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+
+
 #: The number formats the precision lab measures (fp8 has two flavours).
 FORMATS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 
+
 #: Bits per value of each precision and format (the format's definition).
 _BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "fp8_e4m3": 8, "fp8_e5m2": 8}
+
+
 _DTYPE_NAME = {
     "fp32": "float32",
     "bf16": "bfloat16",
@@ -53,6 +47,8 @@ _DTYPE_NAME = {
     "fp8_e4m3": "float8_e4m3fn",
     "fp8_e5m2": "float8_e5m2",
 }
+
+
 #: Column of ``data/gpu_specs.csv`` that holds each precision's peak.
 _PEAK_COLUMN = {
     "fp32": "fp32_flops",
@@ -218,7 +214,7 @@ def allgather_bytes(n_values: int, precision: str, world_size: int) -> float:
     Returns:
         Bytes received per rank.
     """
-    from .._validate import check_int
+    from clusterlab.core.validate import check_int
 
     w = check_int("world_size", world_size, 2)
     n = check_int("n_values", n_values, w)
@@ -273,3 +269,16 @@ def format_ranges():
         log2_min_normal=np.log2(t.min_normal),
         log2_max=np.log2(t.max_value),
     )[["format", "log2_min_subnormal", "log2_min_normal", "log2_max"]]
+
+
+__all__ = [
+    "FORMATS",
+    "PRECISIONS",
+    "allgather_bytes",
+    "bytes_per_value",
+    "format_table",
+    "matmul_relative_error",
+    "peak_flops",
+    "torch_dtype",
+    "underflow_share",
+]

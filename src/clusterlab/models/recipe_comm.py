@@ -21,14 +21,12 @@ not what a run would measure.
 
 from __future__ import annotations
 
-from .._validate import check_float, check_int
-from .collectives import allreduce_time, allreduce_time_published
-from .compute import flops_per_token
-from .interconnects import DEFAULT_INTRA, default_mfu, h100_peak_flops
-from .links import as_link
-from .recipes import Recipe
-
-__all__ = ["recipe_step_comm"]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.collectives import allreduce_time, allreduce_time_published
+from clusterlab.models.compute import flops_per_token
+from clusterlab.models.interconnects import DEFAULT_INTRA, default_mfu, h100_peak_flops
+from clusterlab.models.links import as_link
+from clusterlab.models.recipes import Recipe
 
 
 def recipe_step_comm(
@@ -96,3 +94,6 @@ def recipe_step_comm(
         "tp_share": tp_s / step_s,
         "comm_share": (tp_s + dp_s) / step_s,
     }
+
+
+__all__ = ["recipe_step_comm"]

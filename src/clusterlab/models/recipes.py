@@ -26,9 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .compute import LLAMA2_70B, ModelShape
-
-__all__ = ["Recipe", "ESSAY_70B"]
+from clusterlab.models.compute import LLAMA2_70B, ModelShape
 
 
 @dataclass(frozen=True)
@@ -111,3 +109,6 @@ ESSAY_70B = Recipe(
     reported_tokens_per_s=150e3,
     source="claims H6 and S1 of the claims ledger",
 )
+
+
+__all__ = ["ESSAY_70B", "Recipe"]

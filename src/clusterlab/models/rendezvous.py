@@ -2,16 +2,14 @@
 
 A launch line that names the job ``training_job_$(date +%Y%m%d_%H%M%S)`` runs
 ``date`` on every node; the nodes meet only if every reading falls in the same
-second. ``cl.dist.rendezvous`` runs that launch for real on two agents; this
+second. ``cl.clocks.rendezvous`` runs that launch for real on two agents; this
 module says how likely the split is for ``n`` nodes whose readings spread over
 a window (start-up jitter plus clock skew).
 """
 
 from __future__ import annotations
 
-from .._validate import check_float, check_int
-
-__all__ = ["split_probability"]
+from clusterlab.core.validate import check_float, check_int
 
 
 def split_probability(spread_s: float, n_nodes: int = 128) -> float:
@@ -33,3 +31,6 @@ def split_probability(spread_s: float, n_nodes: int = 128) -> float:
     spread_s = check_float("spread_s", spread_s, 0.0, 1.0)
     n = check_int("n_nodes", n_nodes, 2, 100_000)
     return spread_s * (n - 1) / (n + 1)
+
+
+__all__ = ["split_probability"]

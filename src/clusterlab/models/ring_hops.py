@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_choice, check_float, check_int
-
-__all__ = ["hop_step_s", "ring_time_hops"]
+from clusterlab.core.validate import check_choice, check_float, check_int
 
 _RULES = ("slowest", "mean")
 
@@ -78,3 +76,6 @@ def ring_time_hops(nbytes: float, hop_alpha_s, hop_Bps, *, hop="slowest") -> flo
     steps = hop_step_s(nbytes, n, alpha, hop_Bps)
     per_step = steps.max() if hop == "slowest" else steps.mean()
     return float(2 * (n - 1) * per_step)
+
+
+__all__ = ["hop_step_s", "ring_time_hops"]

@@ -21,16 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validate import check_float, check_int
-
-__all__ = [
-    "attainable_flops",
-    "cores_needed",
-    "matmul_intensity",
-    "ridge_intensity",
-    "roofline_bound",
-    "workload_table",
-]
+from clusterlab.core.validate import check_float, check_int
 
 
 def _positive_array(name: str, value) -> np.ndarray:
@@ -208,3 +199,13 @@ def workload_table() -> pd.DataFrame:
             "limited_by",
         ],
     )
+
+
+__all__ = [
+    "attainable_flops",
+    "cores_needed",
+    "matmul_intensity",
+    "ridge_intensity",
+    "roofline_bound",
+    "workload_table",
+]

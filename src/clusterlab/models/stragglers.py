@@ -21,8 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validate import check_choice, check_float, check_int
-from .jitter import (  # noqa: F401 - JITTERS and compute_time_cdf: also read here
+from clusterlab.core.validate import check_choice, check_float, check_int
+from clusterlab.models.jitter import (
     _GRID,
     _STEADY_CV,
     _TAIL,
@@ -32,14 +32,6 @@ from .jitter import (  # noqa: F401 - JITTERS and compute_time_cdf: also read he
     _support,
     compute_time_cdf,
 )
-
-__all__ = [
-    "expected_step_time",
-    "gaussian_max_asymptote",
-    "jitter_cv_for_step_ratio",
-    "max_growth_table",
-    "step_time_sweep",
-]
 
 
 def _binom_upto(n: int, q: np.ndarray, mmax: int) -> np.ndarray:
@@ -254,3 +246,12 @@ def max_growth_table(n_values=tuple(2**k for k in range(11))) -> pd.DataFrame:
     for n in n_values:
         rows.append((n, "√(2 ln N), leading term", gaussian_max_asymptote(n)))
     return pd.DataFrame(rows, columns=["n_workers", "series", "excess_sd"])
+
+
+__all__ = [
+    "expected_step_time",
+    "gaussian_max_asymptote",
+    "jitter_cv_for_step_ratio",
+    "max_growth_table",
+    "step_time_sweep",
+]

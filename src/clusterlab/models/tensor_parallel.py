@@ -4,7 +4,7 @@ A sweep of the planner's model (:func:`~clusterlab.models.planner.plan_row`):
 compute at the published matmul efficiency; four all-reduces of one
 micro-batch's activations per layer, at the published NVLink bus bandwidth for
 their message size inside a node and at the network link's rate across nodes,
-none of it hidden behind compute. ``cl.viz.tensor_parallel`` draws it.
+none of it hidden behind compute. ``cl.tensor_parallel.chart`` draws it.
 
 :func:`tp_mlp_allreduces` is the same model at the size of one MLP block: the
 collectives Megatron's split needs (one all-reduce of the block's activations
@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._validate import check_int
-from .compute import LLAMA2_7B, LLAMA2_13B, LLAMA2_70B
-from .planner import plan_row
-
-__all__ = ["TP_MODELS", "tp_bytes_agree", "tp_cost_sweep", "tp_mlp_allreduces"]
+from clusterlab.core.validate import check_int
+from clusterlab.models.compute import LLAMA2_7B, LLAMA2_13B, LLAMA2_70B
+from clusterlab.models.planner import plan_row
 
 #: The models the explorer offers, by name.
 TP_MODELS = {m.name: m for m in (LLAMA2_7B, LLAMA2_13B, LLAMA2_70B)}
@@ -136,3 +134,6 @@ def tp_bytes_agree(counted, predicted) -> tuple[bool, str]:
         if g != w:
             return False, f"collective {i + 1}: counted {g}, the model {w}"
     return False, "the collectives differ"  # pragma: no cover - unreachable
+
+
+__all__ = ["TP_MODELS", "tp_bytes_agree", "tp_cost_sweep", "tp_mlp_allreduces"]

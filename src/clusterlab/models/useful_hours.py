@@ -21,18 +21,13 @@ import math
 
 import pandas as pd
 
-from .._validate import check_float, check_int
-from .checkpointing import goodput, job_mtbf, optimal_interval
-from .economics import useful_hour_cost
-
-__all__ = [
-    "cloud_hourly",
-    "cluster_goodput",
-    "cost_after_failures",
-    "cost_options",
-]
+from clusterlab.core.validate import check_float, check_int
+from clusterlab.models.checkpointing import goodput, job_mtbf, optimal_interval
+from clusterlab.models.economics import useful_hour_cost
 
 _MAX_HOURLY = 1e3
+
+
 _MAX_BILL = 1e15
 
 
@@ -154,3 +149,6 @@ def cost_options(
             for name, cost in per_useful.items()
         ]
     )
+
+
+__all__ = ["cloud_hourly", "cluster_goodput", "cost_after_failures", "cost_options"]

@@ -1,0 +1,231 @@
+"""Checks of the control plane: Raft's guarantees, the store, the schedulers.
+
+Each ``check_...`` takes what an experiment or a simulation returned and raises
+``AssertionError`` saying what went wrong; ``commit_index`` checks the lab's
+exercise. Every check is tested against a wrong input in ``tests/``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from clusterlab.core.checks import not_attempted, passed
+from clusterlab.models.consensus import election_time_bounds_s
+
+
+# -- Raft ---------------------------------------------------------------------
+def check_one_leader_per_term(events: pd.DataFrame) -> int:
+    """At most one replica became leader in each term; return the terms seen."""
+    leaders = events[events["state"] == "leader"]
+    if leaders.empty:
+        raise AssertionError("no replica ever became leader")
+    per_term = leaders.groupby("term")["node"].nunique()
+    two = per_term[per_term > 1]
+    if not two.empty:
+        term = int(two.index[0])
+        who = sorted(leaders[leaders["term"] == term]["node"].unique())
+        raise AssertionError(f"two leaders in term {term}: {who}: Raft forbids it")
+    return int(per_term.size)
+
+
+def check_no_lost_commits(writes: pd.DataFrame, final: dict | None = None) -> int:
+    """Every committed write is in every replica's final state, with its value.
+
+    Args:
+        writes: one row per write (``key, value, committed``).
+        final: ``{replica: {key: value}}``; default ``writes.attrs["final"]``.
+
+    Returns:
+        The number of committed writes checked.
+    """
+    final = writes.attrs.get("final") if final is None else final
+    if not final:
+        raise AssertionError("no replica's final state to check against")
+    committed = writes[writes["committed"]]
+    if committed.empty:
+        raise AssertionError("no write committed: nothing was checked")
+    for replica, data in final.items():
+        for key, value in zip(committed["key"], committed["value"], strict=True):
+            if data.get(key) != value:
+                raise AssertionError(
+                    f"committed write {key}={value} is {data.get(key)!r} on "
+                    f"{replica}: a committed write was lost"
+                )
+    return len(committed)
+
+
+def check_minority_cannot_commit(cut: dict) -> None:
+    """The cut-off minority committed nothing; the majority committed and led."""
+    w = cut["writes"].set_index("key")
+    if w.at["minority", "committed"]:
+        raise AssertionError("a write through the cut-off minority committed")
+    if not w.at["majority", "committed"]:
+        raise AssertionError("the majority side could not commit a write")
+    if cut["majority_leader"] not in cut["majority"]:
+        raise AssertionError(f"leader {cut['majority_leader']} not in the majority")
+    for replica, data in cut["final"].items():
+        if "minority" in data:
+            raise AssertionError(f"{replica} applied the minority's write")
+        if data.get("majority") != w.at["majority", "value"]:
+            raise AssertionError(f"{replica} lacks the majority's committed write")
+
+
+def check_election_times(rounds: pd.DataFrame, slack_s: float = 0.5) -> pd.Series:
+    """Each election took between ``min - heartbeat`` and ``2 max + slack_s``.
+
+    Faster than the timeout is impossible (a follower waits it out); slower
+    than two rounds of the largest timeout (one failed vote allowed) plus
+    ``slack_s`` for a busy machine says the timeouts do not explain it.
+
+    Returns:
+        The election times, seconds.
+    """
+    if rounds.empty:
+        raise AssertionError("no leader was killed")
+    r = rounds.iloc[0]
+    lo, hi = election_time_bounds_s(r.min_timeout_s, r.max_timeout_s, r.heartbeat_s)
+    t = rounds["election_s"]
+    if (t < lo).any():
+        raise AssertionError(
+            f"an election took {t.min():.3f} s, less than min timeout - heartbeat "
+            f"= {lo:.3f} s: followers cannot stand before their timeout"
+        )
+    if (t > hi + slack_s).any():
+        raise AssertionError(
+            f"an election took {t.max():.3f} s, more than 2 x max timeout + "
+            f"{slack_s} s = {hi + slack_s:.3f} s"
+        )
+    return t
+
+
+def check_write_latency(immediate: pd.DataFrame, batched: pd.DataFrame) -> dict:
+    """Every write committed; batching costs about a heartbeat more per write.
+
+    A write waits for a majority round trip; a leader that sends entries only
+    with its heartbeats adds a wait for the next one, so its median must be
+    above half a heartbeat and above the median of one that sends at once.
+
+    Returns:
+        The two medians, seconds.
+    """
+    for name, t in (("immediate", immediate), ("batched", batched)):
+        if not t["committed"].all():
+            raise AssertionError(f"a {name} write did not commit")
+    fast = float(immediate["latency_s"].median())
+    slow = float(batched["latency_s"].median())
+    hb = float(batched["heartbeat_s"].iloc[0])
+    if not slow > fast:
+        raise AssertionError(f"batched {slow:.4f} s not slower than {fast:.4f} s")
+    if slow < 0.5 * hb:
+        raise AssertionError(f"batched median {slow:.4f} s below half a heartbeat")
+    return {"immediate_s": fast, "batched_s": slow}
+
+
+# -- The rendezvous store -------------------------------------------------------
+def check_store_is_single_point(table: pd.DataFrame) -> None:
+    """c10d: the survivor of a dead store host fails, the store host goes on.
+
+    For ``backend="etcd"`` (no agent hosts the store) both survivors go on.
+    A table of the first job alone is checked for that job only.
+    """
+    survivors = table[~table["killed"]].set_index("job")
+    if "store host killed" not in survivors.index:
+        raise AssertionError("no job in which the store's host was killed")
+    if table["steps_together"].min() < 2:
+        raise AssertionError("the nodes must have run together before the kill")
+    host_dead = survivors.loc["store host killed"]
+    if "other node killed" in survivors.index:
+        other_dead = survivors.loc["other node killed"]
+        if not other_dead["went_on_alone"] or other_dead["exit_code"] != 0:
+            raise AssertionError("the node that hosts the store did not go on alone")
+    if table["backend"].iloc[0] == "etcd":
+        if not host_dead["went_on_alone"]:
+            raise AssertionError("with etcd, node 1 should go on without node 0")
+        return
+    if host_dead["went_on_alone"] or host_dead["exit_code"] == 0:
+        raise AssertionError("node 1 went on without the store's host: impossible")
+    store_error = ("RendezvousConnectionError", "DistNetworkError", "DistStoreError")
+    if not any(e in host_dead["errors"] for e in store_error):
+        raise AssertionError(f"no store error seen: {host_dead['errors']!r}")
+
+
+# -- Scheduling ---------------------------------------------------------------
+def check_gang_against_greedy(greedy: pd.DataFrame, gang: pd.DataFrame) -> None:
+    """Greedy deadlocked holding idle GPUs; gang scheduling ran every job."""
+    if not greedy["deadlocked"].any():
+        raise AssertionError("greedy allocation did not deadlock")
+    if greedy["held_idle_gpu_s"].sum() <= 0:
+        raise AssertionError("the deadlocked jobs held no idle GPU time")
+    if gang["deadlocked"].any() or gang["held_idle_gpu_s"].sum() != 0:
+        raise AssertionError("gang scheduling left a job waiting or GPUs held")
+
+
+def check_backfill(gang: pd.DataFrame, backfill: pd.DataFrame) -> None:
+    """Backfill waits less on average and never delays the first waiting job."""
+    if backfill["wait_s"].mean() > gang["wait_s"].mean():
+        raise AssertionError("backfill made the mean wait longer")
+    waited = gang[gang["wait_s"] > 0].sort_values(["arrival_s", "job"])
+    if waited.empty:
+        raise AssertionError("no job waited under gang scheduling: nothing to fill")
+    head = waited.iloc[0]  # the first job that had to wait: backfill must not delay it
+    start = float(backfill.set_index("job").at[head["job"], "start_s"])
+    if start > head["start_s"] + 1e-9:
+        raise AssertionError(
+            f"backfill delayed the first waiting job {head['job']}: it started at "
+            f"{start:g} s instead of {head['start_s']:g} s"
+        )
+    if not (backfill["start_s"] < gang["start_s"] - 1e-9).any():
+        raise AssertionError("backfill started no job earlier than gang scheduling")
+
+
+def check_topology_placement(anyplace: pd.DataFrame, topo: pd.DataFrame) -> None:
+    """Topology-aware placement spans fewer switches and runs the same jobs."""
+    if (topo["switches"] > 1).sum() > (anyplace["switches"] > 1).sum():
+        raise AssertionError("topology placement spread more jobs over switches")
+    if topo["switches"].sum() >= anyplace["switches"].sum():
+        raise AssertionError("topology placement did not save a switch crossing")
+
+
+# -- The exercise ---------------------------------------------------------------
+def commit_index(fn) -> bool:
+    """Check ``fn(match_index)``: the highest log index a majority stores."""
+    name = "commit_index"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function {name}")
+    cases = [
+        ([5, 5, 5], 5),
+        ([7, 5, 3], 5),
+        ([9, 2, 2], 2),
+        ([10, 9, 4, 3, 1], 4),
+        ([8, 8, 1, 1, 1], 1),
+        ([6, 6, 6, 2], 6),  # 4 replicas: a majority is 3
+        ([6, 6, 2, 2], 2),
+        ([3], 3),
+    ]
+    for match, want in cases:
+        try:
+            got = fn(list(match))
+        except NotImplementedError:
+            return not_attempted(name)
+        if got != want:
+            n = len(match)
+            raise AssertionError(
+                f"{name}({match}) returned {got!r}, expected {want}: with {n} "
+                f"replicas an entry commits once {n // 2 + 1} store it. Hint: sort "
+                f"the indices from high to low; which one have a majority reached?"
+            )
+    return passed(name, f"the majority's index on {len(cases)} clusters of 1 to 5")
+
+
+__all__ = [
+    "check_backfill",
+    "check_election_times",
+    "check_gang_against_greedy",
+    "check_minority_cannot_commit",
+    "check_no_lost_commits",
+    "check_one_leader_per_term",
+    "check_store_is_single_point",
+    "check_topology_placement",
+    "check_write_latency",
+    "commit_index",
+]

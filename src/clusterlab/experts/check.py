@@ -1,0 +1,196 @@
+"""Checks of the experts lab: the layer on ranks, its bytes, its straggler, its loss.
+
+Four checks decide the lab's claims, each able to fail on a wrong input:
+
+* ``expert_layer_matches``: the ranks' outputs and gradients equal one process's;
+* ``alltoall_bytes_match``: the bytes each rank sent in the dispatch are what
+  ``alltoall_bytes_per_rank`` predicts for uniform routing;
+* ``busiest_expert_matches``: the sampled busiest expert is where the order
+  statistic puts it;
+* ``aux_loss_balances``: the load-balancing loss lowers the imbalance, and
+  the same steps without it do not;
+
+and ``dropped_copies`` grades the exercise.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from clusterlab.core.checks import not_attempted, passed
+from clusterlab.experts.workers import compare
+from clusterlab.models.moe import alltoall_bytes_per_rank, busiest_expert_load
+
+
+def expert_layer_matches(results, cases, atol: float = 1e-5) -> pd.DataFrame:
+    """Decide: each case's ranks agree with the layer in one process.
+
+    Args:
+        results: ``launch(ep_worker, ...)``'s return value (per rank, per case).
+        cases: the cases, from ``cl.experts.workers.make_case``.
+        atol: largest absolute difference allowed.
+
+    Returns:
+        One row per case: its shape and the largest differences.
+    """
+    rows = []
+    for i, case in enumerate(cases):
+        diff = compare([r[i] for r in results], case, atol)
+        rows.append(
+            {
+                "ranks": len(results),
+                "tokens per rank": str(case["tokens_per_rank"]),
+                "top_k": case["top_k"],
+                "capacity": "none" if case["capacity"] is None else case["capacity"],
+                **{k: v for k, v in diff.items() if k != "ok"},
+            }
+        )
+        if not diff["ok"]:
+            bad = [k for k, v in diff.items() if k != "ok" and v > atol]
+            raise AssertionError(
+                f"case {i} ({case['tokens_per_rank']} tokens, top-{case['top_k']}): "
+                f"{', '.join(bad)} differ from one process by up to "
+                f"{max(diff[k] for k in bad):.3g} (allowed {atol:g})"
+            )
+    return pd.DataFrame(rows)
+
+
+def alltoall_bytes_match(
+    sent_bytes, case, model=alltoall_bytes_per_rank, rtol: float = 0.15
+) -> pd.DataFrame:
+    """Decide: each rank sent about the bytes the model predicts.
+
+    The model assumes uniform routing; a random router is uniform only on
+    average, so each rank may differ by ``rtol`` (a few standard deviations
+    of the binomial count at the lab's sizes).
+
+    Args:
+        sent_bytes: bytes each rank sent to other ranks in one dispatch.
+        case: the case they came from (its tokens per rank, width, top_k).
+        model: ``fn(tokens_per_rank, hidden, top_k, ep, bytes_per_value)``.
+        rtol: relative difference allowed per rank.
+    """
+    ep = len(sent_bytes)
+    value_bytes = case["tokens"].element_size()
+    rows = []
+    if ep != len(case["tokens_per_rank"]):
+        raise ValueError(
+            f"sent_bytes has {ep} ranks but the case has {len(case['tokens_per_rank'])}"
+        )
+    for rank, (got, t) in enumerate(
+        zip(sent_bytes, case["tokens_per_rank"], strict=True)
+    ):
+        want = model(t, case["hidden"], case["top_k"], ep, value_bytes)
+        rel = abs(got - want) / want if want else float(got != 0)
+        rows.append({"rank": rank, "sent_bytes": got, "model_bytes": want, "rel": rel})
+    table = pd.DataFrame(rows)
+    worst = table.loc[table.rel.idxmax()]
+    if worst.rel > rtol:
+        raise AssertionError(
+            f"rank {int(worst['rank'])} sent {worst.sent_bytes:,.0f} B but the model "
+            f"predicts {worst.model_bytes:,.0f} B ({worst.rel:.0%} off, allowed "
+            f"{rtol:.0%}): does the model count only copies bound for other ranks, "
+            "(ep - 1) / ep of them?"
+        )
+    return table
+
+
+def busiest_expert_matches(
+    sweep: pd.DataFrame, tokens: int, top_k: int, model=busiest_expert_load,
+    rtol: float = 0.05,
+) -> pd.DataFrame:  # fmt: skip
+    """Decide: the sampled busiest expert's load is the order statistic's.
+
+    Args:
+        sweep: ``cl.experts.sim.busiest_expert_sweep``'s table.
+        tokens, top_k: what it routed.
+        model: ``fn(tokens, n_experts, top_k)`` returning ``max_load``.
+        rtol: relative difference allowed (the normal approximation of a
+            binomial runs a little low).
+    """
+    want = [model(tokens, int(e), top_k)["max_load"] for e in sweep.n_experts]
+    table = sweep.assign(model_load=want)
+    table["rel"] = (table.busiest_load - table.model_load).abs() / table.model_load
+    worst = table.loc[table.rel.idxmax()]
+    if worst.rel > rtol:
+        raise AssertionError(
+            f"with {int(worst.n_experts)} experts the busiest took "
+            f"{worst.busiest_load:.1f} copies on average but the model says "
+            f"{worst.model_load:.1f} ({worst.rel:.0%} off, allowed {rtol:.0%})"
+        )
+    return table
+
+
+def aux_loss_balances(
+    with_aux: pd.DataFrame, without_aux: pd.DataFrame, min_drop: float = 0.3
+) -> dict:
+    """Decide: the auxiliary loss cut the imbalance; the control did not move.
+
+    Args:
+        with_aux, without_aux: ``cl.experts.router.train_router``'s tables,
+            trained with and without the loss (same seed).
+        min_drop: least fraction by which the imbalance must fall.
+
+    Returns:
+        ``{"start", "end", "control_end"}`` imbalances.
+    """
+    start, end = with_aux.imbalance.iloc[0], with_aux.imbalance.iloc[-1]
+    ctrl = without_aux.imbalance.iloc[-1]
+    if end > (1 - min_drop) * start:
+        raise AssertionError(
+            f"the imbalance went from {start:.2f} to {end:.2f}, not down by "
+            f"{min_drop:.0%}: did the loss's gradient reach the router?"
+        )
+    if ctrl < (1 - min_drop) * without_aux.imbalance.iloc[0]:
+        raise AssertionError(
+            f"without the loss the imbalance fell too ({ctrl:.2f}): something "
+            "other than the loss balanced the router"
+        )
+    return {"start": float(start), "end": float(end), "control_end": float(ctrl)}
+
+
+def _dropped(ids: torch.Tensor, n_experts: int, capacity: int) -> int:
+    load = torch.bincount(ids.reshape(-1), minlength=n_experts)
+    return int((load - capacity).clamp(min=0).sum())
+
+
+_CASES = [
+    (torch.tensor([[0, 1], [0, 2], [0, 1], [3, 0]]), 4, 2),
+    (torch.tensor([[0], [0], [0], [0], [1]]), 2, 1),
+    (torch.tensor([[1, 2], [2, 1]]), 4, 5),
+    (torch.tensor([[3, 3 - i % 2] for i in range(9)]), 4, 0),
+    (torch.randint(0, 8, (64, 2), generator=torch.Generator().manual_seed(0)), 8, 16),
+]
+
+
+def dropped_copies(fn) -> bool:
+    """Check the exercise: ``fn(expert_ids, n_experts, capacity)`` -> copies dropped."""
+    name = "dropped_copies"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function dropped_copies")
+    for ids, e, cap in _CASES:
+        try:
+            got = fn(ids.clone(), e, cap)
+        except NotImplementedError:
+            return not_attempted(name)
+        want = _dropped(ids, e, cap)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if got != want:
+            load = torch.bincount(ids.reshape(-1), minlength=e).tolist()
+            raise AssertionError(
+                f"{name}(loads {load}, capacity {cap}) returned {got!r}, expected "
+                f"{want}: each expert drops what it gets beyond its capacity, "
+                "max(0, load - capacity), and experts under capacity drop nothing"
+            )
+    return passed(name, f"{len(_CASES)} cases, capacity 0 to 16")
+
+
+__all__ = [
+    "alltoall_bytes_match",
+    "aux_loss_balances",
+    "busiest_expert_matches",
+    "dropped_copies",
+    "expert_layer_matches",
+]

@@ -1,0 +1,210 @@
+"""Checks of the long-context lab: ring attention against full attention.
+
+The lab's claims, each decided here so that a test can feed a wrong input:
+
+* :func:`attention_matches_full`: the ranks' shards of ring (or Ulysses)
+  attention, put back in order, equal one process's attention, output and the
+  gradients of q, k and v;
+* :func:`ring_bytes_match_model`: the bytes the ring handed to send equal
+  ``cl.models.context_parallel``'s count, forward and backward;
+* :func:`zigzag_balances_work`: under a causal mask the zig-zag layout gives
+  every rank the same work, the contiguous one does not;
+* :func:`saved_bytes_match_model`: what the ring keeps for backward per rank
+  equals the model's count, and falls as ``1 / W``.
+
+Each returns True or raises ``AssertionError`` naming what does not hold.
+:func:`merge_partial_attention` is the exercise's check (the online softmax).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from clusterlab.core.checks import not_attempted, passed
+from clusterlab.long_context.blocks import block_attention_forward
+from clusterlab.long_context.workers import gather_shards
+from clusterlab.models.context_parallel import (
+    cp_kv_bytes_backward_per_rank,
+    cp_kv_bytes_per_rank,
+    ring_saved_bytes_per_rank,
+)
+
+_NAMES = {"out": "the output", "dq": "q's gradient", "dk": "k's gradient"}
+
+
+_NAMES["dv"] = "v's gradient"
+
+
+def attention_matches_full(shards, reference, layout="contiguous", atol=1e-6):
+    """Check that the ranks' shards make up one process's attention.
+
+    Args:
+        shards: one dict per rank (index = rank) with ``out, dq, dk, dv``.
+        reference: whole-sequence ``out, dq, dk, dv``
+            (``cl.long_context.workers.reference_attention``).
+        layout: how the shards cut the sequence: "contiguous" or "zigzag".
+        atol: the largest absolute difference allowed (float64: 1e-10 holds).
+
+    Returns:
+        True; raises ``AssertionError`` naming the tensor that differs.
+    """
+    for key, what in _NAMES.items():
+        got = gather_shards([s[key] for s in shards], layout)
+        want = reference[key]
+        if got.shape != want.shape:
+            raise AssertionError(
+                f"{what}: the shards make shape {tuple(got.shape)}, one process "
+                f"{tuple(want.shape)}"
+            )
+        err = (got - want).abs().max().item()
+        if not err <= atol:
+            raise AssertionError(
+                f"{what} differs from one process's attention by up to {err:.3g} "
+                f"(allowed {atol:g}) on {len(shards)} ranks ({layout} layout)"
+            )
+    return True
+
+
+def ring_bytes_match_model(stats, batch, seq_len, kv_hidden, bytes_per_value):
+    """Check the bytes each rank sent against the ring's model, both passes.
+
+    Args:
+        stats: one ``ring_attention`` stats dict per rank (after backward).
+        batch: sequences in the batch, >= 1.
+        seq_len: tokens in the whole sequence.
+        kv_hidden: ``heads * head_dim`` of K (and V).
+        bytes_per_value: bytes of one element.
+
+    Returns:
+        True; raises ``AssertionError`` naming the rank and pass that differ.
+    """
+    w = len(stats)
+    want = {
+        "forward_bytes": cp_kv_bytes_per_rank(seq_len, kv_hidden, w, bytes_per_value),
+        "backward_bytes": cp_kv_bytes_backward_per_rank(
+            seq_len, kv_hidden, w, bytes_per_value
+        ),
+    }
+    for rank, st in enumerate(stats):
+        for key, per_seq in want.items():
+            if st.get(key) != batch * per_seq:
+                raise AssertionError(
+                    f"rank {rank} of {w} sent {st.get(key)} bytes in the "
+                    f"{key.split('_')[0]} pass, the model {batch * per_seq:.0f}"
+                )
+    return True
+
+
+def zigzag_balances_work(contiguous_scores, zigzag_scores):
+    """Check that zig-zag evens out causal work and contiguous shards do not.
+
+    Args:
+        contiguous_scores: scores each rank computed (index = rank), causal,
+            contiguous shards (``stats["scores"]``).
+        zigzag_scores: the same with the zig-zag layout.
+
+    Returns:
+        True; raises ``AssertionError`` saying which layout broke the claim.
+    """
+    w = len(zigzag_scores)
+    if len(contiguous_scores) != w or w < 2:
+        raise AssertionError(f"need both layouts on the same >= 2 ranks, got {w}")
+    if max(zigzag_scores) != min(zigzag_scores):
+        raise AssertionError(
+            f"zig-zag: the ranks computed {list(zigzag_scores)} scores; "
+            "the layout should give every rank the same work"
+        )
+    if not max(contiguous_scores) >= 1.5 * min(contiguous_scores):
+        raise AssertionError(
+            f"contiguous: the ranks computed {list(contiguous_scores)} scores; "
+            "under a causal mask the last rank should do the most"
+        )
+    return True
+
+
+def saved_bytes_match_model(saved, seq_len, hidden, n_heads, bytes_per_value, batch):
+    """Check the bytes ring attention kept for backward on each rank.
+
+    Args:
+        saved: ``{world_size: bytes one rank kept}``, 1 included.
+        seq_len: tokens in the whole sequence.
+        hidden: ``heads * head_dim`` (Q, K, V and output alike here).
+        n_heads: attention heads.
+        bytes_per_value: bytes of one element (the log-sum-exp too).
+        batch: sequences in the batch.
+
+    Returns:
+        True; raises ``AssertionError`` naming the world size that differs.
+    """
+    for w, got in saved.items():
+        per_seq = ring_saved_bytes_per_rank(
+            seq_len, hidden, hidden, n_heads, w, bytes_per_value
+        )
+        if got != batch * per_seq:
+            raise AssertionError(
+                f"on {w} ranks one rank kept {got} bytes for backward, the model "
+                f"{batch * per_seq:.0f}: it keeps q, k, v, out and the "
+                "log-sum-exp of its own shard, no score matrix"
+            )
+    return True
+
+
+def _merge_cases():
+    gen = torch.Generator().manual_seed(1313)
+    q = torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
+    k = torch.randn(2, 9, 4, generator=gen, dtype=torch.float64) * 3
+    v = torch.randn(2, 9, 4, generator=gen, dtype=torch.float64)
+    return q, k, v
+
+
+def _merge_hint(got, out_a, out_b):
+    if torch.isnan(got).any():
+        return (
+            "it has NaN: with an empty first block (lse = -inf) compute the weights "
+            "as exp(lse_a - lse), exp(lse_b - lse) with lse = logaddexp(lse_a, lse_b)"
+        )
+    if torch.allclose(got, (out_a + out_b) / 2):
+        return "a plain average ignores how much of the softmax each block holds"
+    if torch.allclose(got, out_a + out_b):
+        return "each block's output is normalised on its own: weight them, not add"
+    return "weight each block by exp(lse_block - logaddexp(lse_a, lse_b))"
+
+
+def merge_partial_attention(fn) -> bool:
+    """Check the exercise: the online-softmax merge of two blocks' attention."""
+    name = "merge_partial_attention"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function merge_partial_attention")
+    q, k, v = _merge_cases()
+    scale = q.shape[-1] ** -0.5
+    full, full_lse = block_attention_forward(q, k, v, scale)
+    a = block_attention_forward(q, k[:, :4], v[:, :4], scale)
+    b = block_attention_forward(q, k[:, 4:], v[:, 4:], scale)
+    empty = (torch.zeros_like(full), torch.full_like(full_lse, float("-inf")))
+    for first, second, label in ((a, b, "two blocks"), (empty, a, "empty first")):
+        try:
+            got = fn(*first, *second)
+        except NotImplementedError:
+            return not_attempted(name)
+        if not (isinstance(got, tuple) and len(got) == 2):
+            raise AssertionError(f"{name}: return a pair (out, lse), got {got!r:.60}")
+        out, lse = got
+        want = (full, full_lse) if label == "two blocks" else a
+        if not torch.allclose(out, want[0]):
+            hint = _merge_hint(out, first[0], second[0])
+            raise AssertionError(f"{name} ({label}): the output is wrong; {hint}")
+        if not torch.allclose(lse, want[1]):
+            raise AssertionError(
+                f"{name} ({label}): out is right but lse is not; the merged "
+                "log-sum-exp is logaddexp(lse_a, lse_b)"
+            )
+    return passed(name, "two blocks merge into attention over all 9 keys")
+
+
+__all__ = [
+    "attention_matches_full",
+    "merge_partial_attention",
+    "ring_bytes_match_model",
+    "saved_bytes_match_model",
+    "zigzag_balances_work",
+]
