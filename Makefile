@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: book test bench clean wheelhouse course lint unit labs site
+.PHONY: book test check bench clean wheelhouse course lint unit labs site
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (or newer)")'
@@ -23,9 +23,18 @@ book: $(VENV)/.installed
 	@echo "    $(CURDIR)/_build/html/index.html"
 
 # One pytest-xdist worker per core; the labs, the book build and the site tests
-# stay together in one worker, in that order (conftest.py).
+# stay together in one worker, in that order (conftest.py). Then the tests that
+# time this machine (marked timing) run alone, with no other test beside them.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -n logical --dist loadfile
+	$(BIN)/python -m pytest -n logical --dist loadfile -m "not timing"
+	$(BIN)/python -m pytest -m timing
+
+# Before a commit: lint, the unit tests and the contract tests. No ranks, no
+# kernels, no browser (tests/unit/conftest.py refuses a test that starts ranks).
+CHECK_TESTS := tests/unit tests/test_book_contract.py tests/test_lab_anatomy.py \
+	tests/test_course.py tests/test_parallel_run.py
+check: lint
+	$(BIN)/python -m pytest -n logical $(CHECK_TESTS)
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark.py
@@ -50,9 +59,9 @@ lint: $(VENV)/.installed
 	$(BIN)/python -m ruff format --check --no-cache $(LINT_PATHS)
 	$(BIN)/python scripts/check_notebooks_stripped.py
 
-# The package's fast unit tests.
+# The package's unit tests: no ranks (tests/unit/conftest.py), no kernels.
 unit: $(VENV)/.installed
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest -n logical tests/unit
 
 # Every lab, executed cell by cell (nbval, at SMOKE size).
 labs: $(VENV)/.installed

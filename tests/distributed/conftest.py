@@ -1,3 +1,5 @@
+"""Every distributed test leaves nothing running (``no_leftover_processes``)."""
+
 import psutil
 import pytest
 
@@ -14,9 +16,13 @@ def _descendants():
     return pids
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def no_leftover_processes():
-    """Fail the test if it leaves any child process of the test runner alive."""
+    """Fail any test here that leaves a child process of the test runner alive.
+
+    Every test of this folder starts ranks, agents or servers, so every one is
+    held to it (a module fixture's server, started before, is not counted).
+    """
     before = _descendants()
     yield
     left = set()

@@ -9,7 +9,7 @@ import clusterlab as cl
 from clusterlab.checkpointing import ranks as checkpointing
 from clusterlab.failures import resume as crash_resume
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 @pytest.mark.parametrize("save_ranks, load_ranks", [(2, 2), (2, 3), (4, 2)])

@@ -5,7 +5,11 @@ import pytest
 from clusterlab.interconnects import measure as pc
 from clusterlab.ring import measure as rh
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [
+    pytest.mark.timing,
+    pytest.mark.dist,
+    pytest.mark.usefixtures("no_leftover_processes"),
+]
 
 
 def test_an_equal_split_waits_for_the_slowest_rank():

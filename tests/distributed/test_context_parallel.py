@@ -18,7 +18,7 @@ from clusterlab.long_context.workers import (
     saved_bytes_worker,
 )
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 SHAPE = dict(batch=2, heads=4, seq=24, head_dim=8, seed=5)
 RING = [

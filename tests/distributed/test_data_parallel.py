@@ -7,7 +7,7 @@ import torch.distributed as dist
 import clusterlab as cl
 from clusterlab.data_parallel.ranks import dp_batch, dp_mlp, dp_train_worker
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 @pytest.mark.parametrize("world_size", [2, 4])

@@ -13,7 +13,7 @@ from clusterlab.experts.layer import route
 from clusterlab.experts.ranks import dispatch
 from clusterlab.experts.workers import compare, ep_worker, make_case
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 TOKENS = {2: ([4, 9], [0, 5], [9, 6]), 3: ([5, 0, 7], [6, 2, 1], [9, 4, 7])}
 TOKENS[4] = ([5, 0, 7, 3], [6, 2, 1, 8], [9, 4, 7, 5])

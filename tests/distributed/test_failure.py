@@ -11,7 +11,7 @@ import clusterlab as cl
 from clusterlab.failures import ranks as failures
 from clusterlab.failures import resume as crash_resume
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 def test_a_killed_rank_is_named_within_timeout_and_survivors_learn_fast():

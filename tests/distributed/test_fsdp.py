@@ -9,7 +9,7 @@ import torch
 import clusterlab as cl
 from clusterlab.fsdp.ranks import fsdp_memory_worker
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 @pytest.fixture(scope="module")

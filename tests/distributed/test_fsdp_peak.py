@@ -13,7 +13,7 @@ from clusterlab.fsdp.peak import (
 )
 from clusterlab.models.fsdp_memory import fsdp_peak_bytes
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 # The FSDP lab's SMOKE shape: 6 layers, activations of half a layer.
 SHAPE = dict(width=256, depth=5, batch_per_rank=128, steps=3)

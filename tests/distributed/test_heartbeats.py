@@ -9,7 +9,11 @@ from clusterlab.clocks.heartbeat_check import (
 )
 from clusterlab.clocks.heartbeats import WallClockDetector
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [
+    pytest.mark.timing,
+    pytest.mark.dist,
+    pytest.mark.usefixtures("no_leftover_processes"),
+]
 
 SHORT = dict(live_s=0.5, silent_s=0.15)
 

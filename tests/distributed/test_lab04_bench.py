@@ -11,7 +11,7 @@ import pytest
 
 import clusterlab as cl
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.timing, pytest.mark.dist]
 
 
 def test_plain_loop_comparison_catches_a_skewed_benchmark(monkeypatch):

@@ -17,7 +17,7 @@ import workers
 import clusterlab as cl
 from clusterlab.core.launcher import _launch
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 def test_results_come_back_per_rank_from_a_locally_defined_function():

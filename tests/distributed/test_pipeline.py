@@ -16,7 +16,7 @@ from clusterlab.pipeline.ranks import (
     stage_schedule,
 )
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])

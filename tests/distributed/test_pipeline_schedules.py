@@ -15,7 +15,7 @@ from clusterlab.pipeline.schedules import (
     schedules_worker,
 )
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 PAD = {"f_s": 0.002, "b_s": 0.002, "w_s": 0.002}
 

@@ -21,7 +21,7 @@ import pytest
 from clusterlab.core.torchrun import agent_command, kill_session, torchrun_env
 from clusterlab.debugging.preflight import SKEW_ENV
 
-pytestmark = pytest.mark.dist
+pytestmark = [pytest.mark.timing, pytest.mark.dist]
 SKEW_S = 0.25
 SLOW_RANK = 3
 TIMEOUT_S = 120
@@ -125,19 +125,11 @@ def _run_preflight(out) -> tuple[dict, str]:
 def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
     tmp_path, no_leftover_processes
 ):
-    """The slowed rank, and only it, is flagged. Other programs sharing the cores
-    (a test running beside this one) can slow a second rank, or keep the pauses
-    from starting before the measurement ends, so the job runs again, at most
-    three times in all, until one run flags rank 3 alone. A detector that flags
-    the wrong ranks does so every time and fails."""
-    seen = []
-    for attempt in range(1, 4):
-        rep, logs = _run_preflight(tmp_path / f"preflight-{attempt}.json")
-        flops = {r["rank"]: round(r["matmul_flops"] / 1e9, 2) for r in rep["ranks"]}
-        seen.append(f"try {attempt}: flagged {rep['slow_ranks']}, GFLOP/s {flops}")
-        if rep["slow_ranks"] == [SLOW_RANK]:
-            break
-    assert rep["slow_ranks"] == [SLOW_RANK], seen
+    """The slowed rank, and only it, is flagged (the test runs alone: it is
+    marked timing, and make test runs those after every other test)."""
+    rep, logs = _run_preflight(tmp_path / "preflight.json")
+    flops = {r["rank"]: round(r["matmul_flops"] / 1e9, 2) for r in rep["ranks"]}
+    assert rep["slow_ranks"] == [SLOW_RANK], flops
     offset, bound = rep["clock_offsets_s"]["1"], rep["clock_error_bounds_s"]["1"]
     assert abs(offset - SKEW_S) <= bound + 1e-6, (offset, bound)
     assert bound < 0.05  # a loopback round trip: milliseconds at most

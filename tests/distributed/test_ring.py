@@ -7,7 +7,7 @@ import torch.distributed as dist
 import clusterlab as cl
 from clusterlab.ring.ranks import ring_bytes_sent, ring_chunk_sizes
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 # Lengths below, equal to and above the world size, most not divisible by it.
 LENGTHS = (1, 2, 3, 5, 7, 10, 13, 1001)

@@ -5,7 +5,7 @@ import torch
 
 from clusterlab.clocks.ranks import SkewedClock, run_skewed_allreduce, skew_paradoxes
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 SKEW = dict(
     offsets_s=(0.0, 17e-3, -17e-3, 5e-3),

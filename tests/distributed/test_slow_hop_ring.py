@@ -6,7 +6,11 @@ import torch
 import clusterlab as cl
 from clusterlab.ring import measure as rh
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [
+    pytest.mark.timing,
+    pytest.mark.dist,
+    pytest.mark.usefixtures("no_leftover_processes"),
+]
 
 
 def test_one_slow_hop_slows_the_whole_ring():

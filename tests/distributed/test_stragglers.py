@@ -5,7 +5,7 @@ import pytest
 
 import clusterlab as cl
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 S = cl.stragglers.sim
 SCENARIOS = {

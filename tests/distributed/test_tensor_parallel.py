@@ -7,7 +7,7 @@ import torch.distributed as dist
 import clusterlab as cl
 from clusterlab.tensor_parallel.ranks import make_mlp, tp_mlp_worker
 
-pytestmark = [pytest.mark.dist, pytest.mark.usefixtures("no_leftover_processes")]
+pytestmark = [pytest.mark.dist]
 
 SHAPE = dict(batch=2, seq=8, hidden=16, ffn=64, seed=3)
 

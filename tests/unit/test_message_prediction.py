@@ -5,7 +5,8 @@ larger than any it was fitted on with a real ping-pong. On two shared cores the
 ratio measured / predicted fell between 0.78 and 3.0 on a first try (quiet and
 with two busy loops beside it), and a second try, which fits and measures in the
 same run, between 0.9 and 1.9; a model whose bandwidth is 4x too high lands at
-2.6-11. Fake benchmarks test the retry logic; one real run tests the wrong model.
+2.6-11. Fake benchmarks test the retry logic here; one real run tests the wrong model
+(``tests/distributed/test_message_prediction_real.py``).
 """
 
 import pandas as pd
@@ -90,20 +91,3 @@ def test_bad_arguments_name_themselves():
         cl.core.checks.retry_while_busy(
             lambda: 1, lambda r: (True, ""), what="x", hint="y", tries=0
         )
-
-
-@pytest.mark.dist
-def test_message_prediction_fails_when_beta_is_off_by_10x_on_a_real_ping_pong():
-    # 4x is caught on a quiet machine (2.6-11 against the bound 2.5) but not
-    # beside busy loops; a real run beside other programs is tested with 10x.
-    sizes = [2**k for k in range(2, 21, 3)]
-    pp = cl.core.bench.bench_collective("ping_pong", sizes, world_size=2)
-    alpha_s, beta_Bps = cl.core.alpha_beta.fit_alpha_beta(
-        pp["size_bytes"], pp["time_s"]
-    )
-
-    def wrong(nbytes, a, b):
-        return a + nbytes / (10 * b)
-
-    with pytest.raises(AssertionError, match="missed on all 2 tries"):
-        message_prediction(alpha_s, beta_Bps, sizes, 2**22, tries=2, predict=wrong)

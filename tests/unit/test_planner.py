@@ -7,7 +7,7 @@ from clusterlab.models.memory import model_memory
 from clusterlab.models.planner import plan, plan_row, recipe_row
 from clusterlab.models.planner_comm import matmul_efficiency_of, tp_allreduce_s
 from clusterlab.models.recipes import ESSAY_70B
-from widget_helpers import cpu_seconds
+from widget_helpers import seconds
 
 H6 = dict(tp=8, pp=4, dp=32, global_batch=512, micro_batch=2)
 
@@ -107,9 +107,10 @@ def test_tp_beyond_a_node_is_slower():
     assert across["tp_comm_s"] > 5 * inside["tp_comm_s"]
 
 
+@pytest.mark.timing
 def test_plan_is_fast_enough_for_a_widget():
     best = min(
-        cpu_seconds(lambda: plan(LLAMA2_70B, 1024, global_batch=512)) for _ in range(3)
+        seconds(lambda: plan(LLAMA2_70B, 1024, global_batch=512)) for _ in range(3)
     )
     assert best < 0.5
 
@@ -143,12 +144,13 @@ def test_exercise_check_accepts_the_solution_and_rejects_wrong_answers(capsys):
         cl.planner.check.zero_bytes_per_param(lambda stage, dp: 16)
 
 
+@pytest.mark.timing
 def test_widget_builds_and_updates_quickly():
     import clusterlab as cl
 
     box = cl.planner.widget.planner_widget()
     box.update()
-    best = min(cpu_seconds(box.update) for _ in range(3))
+    best = min(seconds(box.update) for _ in range(3))
     # 5-D plans (CP, EP, precision columns) cost a little more than 3-D ones:
     # about 0.45 s measured while other jobs shared the 2 cores; the bound
     # leaves room for that noise.

@@ -11,7 +11,7 @@ from clusterlab.models.compute import LLAMA2_7B, LLAMA2_70B
 from clusterlab.models.planner import plan, recipe_row
 from clusterlab.models.planner5d import plan5d, plan5d_row
 from clusterlab.models.recipes import ESSAY_70B
-from widget_helpers import cpu_seconds
+from widget_helpers import seconds
 
 DEEPSEEK = "DeepSeek-V3 pre-training"
 
@@ -146,11 +146,12 @@ def test_layout_check_fails_when_the_speed_model_is_wrong(deepseek):
     assert not check.set_index("statement")["holds"].iloc[-1]
 
 
+@pytest.mark.timing
 def test_moe_sweep_is_fast_enough_for_a_widget(deepseek):
     moe, _ = deepseek
     knobs = dict(tp_options=(1,), ep_options=(64,), zero_stages=(1,),
                  recompute_modes=("selective",), precisions=("fp8",))  # fmt: skip
-    assert cpu_seconds(lambda: plan5d(moe, 2048, global_batch=15360, **knobs)) < 1.0
+    assert seconds(lambda: plan5d(moe, 2048, global_batch=15360, **knobs)) < 1.0
     df = plan5d(moe, 2048, global_batch=15360, **knobs)
     assert df.feasible.any() and (df.ep == 64).all()
 
