@@ -58,8 +58,8 @@ class JobParams:
 
     @property
     def job_mtbf_s(self) -> float:
-        """The job's mean time between failures, ``part_mtbf_s / n_parts``."""
-        return self.part_mtbf_s / self.n_parts
+        """The job's mean time between failures (``models.checkpointing.job_mtbf``)."""
+        return job_mtbf(self.part_mtbf_s, self.n_parts)
 
 
 def simulate(params: JobParams, seed: int = 0) -> pd.DataFrame:

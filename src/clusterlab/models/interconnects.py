@@ -25,6 +25,7 @@ from clusterlab.models.collectives import (
     allreduce_time,
     allreduce_time_published,
 )
+from clusterlab.models.compute import flops_per_token
 from clusterlab.models.links import LINKS, as_link
 
 #: The published all-reduce inside an H100 node that the step model uses.
@@ -113,7 +114,7 @@ def compute_time(n_params: float, tokens_per_gpu, peak_flops: float, mfu: float)
     tokens = np.asarray(tokens_per_gpu, dtype=float)
     if np.any(~(tokens > 0)) or np.any(~np.isfinite(tokens)):
         raise ValueError(f"tokens_per_gpu={tokens_per_gpu!r} must be finite and > 0")
-    t = 6 * n_params * tokens / (peak * mfu)
+    t = flops_per_token(n_params) * tokens / (peak * mfu)
     return float(t) if t.ndim == 0 else t
 
 
