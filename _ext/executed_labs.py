@@ -5,10 +5,10 @@ Executing each lab a second time for the build would repeat minutes of work, so
 ``labs/conftest.py`` stores each lab that nbval ran without a failure, outputs
 included, in a jupyter-cache folder and names it in
 ``CLUSTERLAB_EXECUTION_CACHE``; ``make book`` fills such a folder the same way,
-two labs at a time (``scripts/execute_labs.py``). When that variable is set, this extension
-switches myst-nb to its ``cache`` mode on that folder: a notebook whose code is
-unchanged since nbval ran it takes its outputs from there, and any other page
-(every chapter, and a lab that failed or was not run) is executed as usual.
+two labs at a time (``scripts/execute_labs.py``). When that variable is set,
+this extension switches myst-nb to its ``cache`` mode on that folder: a
+notebook whose code is unchanged takes its outputs from there, and any other
+page (every chapter, and a lab that failed or was not run) is executed as usual.
 
 Without the variable (a plain ``jupyter-book build``) nothing changes: every
 page is executed afresh (``execute_notebooks: force`` in ``_config.yml``).

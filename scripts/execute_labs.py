@@ -42,6 +42,24 @@ def execute_one(lab: Path, out: Path, timeout_s: float) -> None:
     nbformat.write(nb, out)
 
 
+def _with_outputs(lab: Path, executed: Path):
+    """The lab as it is on disk, with the executed copy's outputs.
+
+    The cache finds a notebook by the hash of its code and its kernel spec, and
+    a kernel rewrites the spec's display name, so the outputs go back into the
+    notebook as read.
+    """
+    import nbformat
+
+    nb = nbformat.read(lab, as_version=4)
+    ran = nbformat.read(executed, as_version=4)
+    for cell, done in zip(nb.cells, ran.cells, strict=True):
+        if cell.cell_type == "code":
+            cell.outputs = done.get("outputs", [])
+            cell.execution_count = done.get("execution_count")
+    return nb
+
+
 def _run(lab: Path, folder: Path, timeout_s: float) -> tuple[Path, float, str]:
     out = folder / lab.name
     start = time.perf_counter()
@@ -74,7 +92,6 @@ def main(argv=None) -> int:
     if args.cache is None:
         parser.error("--cache is required")
     labs = args.labs or sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
-    import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
@@ -90,7 +107,7 @@ def main(argv=None) -> int:
                     print(f"{lab.name:<28} {seconds:6.1f} s  failed: {error}")
                     continue
                 print(f"{lab.name:<28} {seconds:6.1f} s", flush=True)
-                nb = nbformat.read(Path(tmp) / lab.name, as_version=4)
+                nb = _with_outputs(lab, Path(tmp) / lab.name)
                 cache.cache_notebook_bundle(
                     CacheBundleIn(nb, str(lab.resolve()), data={"seconds": seconds}),
                     check_validity=False,
