@@ -84,7 +84,7 @@ def test_a_busy_machine_ends_undecided_in_words_without_raising():
     done, calls, said = _run(["busy", "busy", "busy"])
     assert done.verdict == "busy" and not done.decided and done.tries == 3
     assert done.result == 3 and len(calls) == 3
-    assert said[0].startswith(f"try 1 of 3: this machine was busy ({NOTE}). run 1")
+    assert said[0].startswith(f"try 1 of 3: this machine was busy ({NOTE}): run 1")
     assert said[0].endswith("measuring again.")
     assert said[-1].startswith("undecided after 3 tries: run 3 said so.")
     assert NOTE in said[-1] and "quieter machine" in said[-1]

@@ -107,7 +107,7 @@ def retry(
     hint: str,
     tries: int = 3,
     numbered: bool = False,
-    undecided: str = "nothing these runs showed was wrong with the model; run "
+    undecided: str = "nothing these runs showed was wrong with the model, so run "
     "this again on a quieter machine to decide",
     say: Callable[[str], object] = print,
 ) -> Outcome:
@@ -169,13 +169,13 @@ def retry(
             )
         else:
             say(
-                f"{where}: this machine was busy ({load_note()}). {text}; "
+                f"{where}: this machine was busy ({load_note()}): {text}; "
                 "measuring again."
             )
     if verdict == "busy":
         say(
             f"undecided after {tries} tries: {text}. The machine stayed too busy "
-            f"to tell ({load_note()}); {undecided}."
+            f"to tell ({load_note()}): {undecided}."
         )
         return Outcome(verdict, result, text, tries, judged)
     if all(v == "miss" for v in verdicts):
