@@ -24,7 +24,7 @@ def measured():
     """A measurement whose readings agree to within a layer, as the lab takes one.
 
     A busy machine can spread one run's readings by more than a layer; like the
-    lab (which retries through ``retry_while_busy``), measure again, three times
+    lab (which retries through ``cl.core.busy.retry``), measure again, three times
     at most, and keep the first run that is steady enough to judge a model by.
     """
     for _ in range(3):

@@ -88,6 +88,4 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="bounds"):
         message_prediction(ALPHA_S, BETA_BPS, SIZES, 2**24, bounds=(1.0, 2.0))
     with pytest.raises(ValueError, match="tries"):
-        cl.core.checks.retry_while_busy(
-            lambda: 1, lambda r: (True, ""), what="x", hint="y", tries=0
-        )
+        cl.core.busy.retry(lambda: 1, lambda r: (True, ""), what="x", hint="y", tries=0)

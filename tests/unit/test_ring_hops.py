@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from clusterlab.core.busy import retry
 from clusterlab.models.ring_hops import hop_step_s, ring_time_hops
 from clusterlab.ring import measure as rh
 
@@ -72,40 +73,47 @@ def test_the_slowest_hop_model_passes_a_ring_that_runs_at_its_slowest_hop():
 def test_slow_hop_check_fails_when_the_model_averages_the_hops():
     df = _measured()
     verdict = rh.slow_hop_verdict(df, _model(FAST_S, hop="mean"))
-    assert verdict["status"] == "fail", verdict["text"]
+    assert verdict["status"] == "miss", verdict["text"]
     assert "one slow hop" in verdict["text"]
 
 
 def test_slow_hop_check_fails_when_the_slow_hop_was_not_slowed():
     # a skipped step: the "one slow hop" ring ran with no delay at all
     df = _measured(one_s=FAST_S * 1.05)
-    assert rh.slow_hop_verdict(df, _model(FAST_S))["status"] == "fail"
+    assert rh.slow_hop_verdict(df, _model(FAST_S))["status"] == "miss"
 
 
 def test_slow_hop_check_fails_when_the_delay_is_mispriced():
     # a model that forgets the bandwidth cap, alpha only
     model = _model(FAST_S)
     wrong = {k: v - 2 * (N - 1) * NBYTES / N / BPS for k, v in model.items()}
-    assert rh.slow_hop_verdict(_measured(), wrong)["status"] == "fail"
+    assert rh.slow_hop_verdict(_measured(), wrong)["status"] == "miss"
 
 
 def test_slow_hop_check_calls_a_noisy_run_noisy_not_wrong():
     df = _measured(jitter_s=0.2)
     verdict = rh.slow_hop_verdict(df, _model(FAST_S, hop="mean"))
-    assert verdict["status"] == "noisy" and "busy" in verdict["text"]
+    assert verdict["status"] == "busy" and "busy" in verdict["text"]
+
+
+def _retry(measure, model, said):
+    return retry(
+        measure,
+        lambda df: rh.slow_hop_verdict(df, model),
+        what="the slowest-hop model",
+        hint="the model averages the hops",
+        say=said.append,
+    )
 
 
 def test_retry_says_busy_in_plain_words_and_measures_again():
     runs = iter([_measured(jitter_s=0.2), _measured()])
     said = []
-    verdict = rh.retry_timing_check(
-        lambda: next(runs),
-        lambda df: rh.slow_hop_verdict(df, _model(FAST_S)),
-        say=said.append,
-    )
-    assert verdict["status"] == "pass" and verdict["tries"] == 2
-    assert "busy machine" in said[0] and "measuring again" in said[0]
-    assert said[-1].startswith("check passed")
+    done = _retry(lambda: next(runs), _model(FAST_S), said)
+    assert done.verdict == "pass" and done.tries == 2
+    assert done.judged["status"] == "pass"
+    assert "this machine was busy" in said[0] and "measuring again" in said[0]
+    assert said[-1].startswith("try 2 of 3") and said[-1].endswith("passed")
 
 
 def test_retry_fails_when_the_model_stays_wrong():
@@ -115,23 +123,16 @@ def test_retry_fails_when_the_model_stays_wrong():
         calls.append(1)
         return _measured()
 
-    with pytest.raises(AssertionError, match="after 3 tries"):
-        rh.retry_timing_check(
-            measure,
-            lambda df: rh.slow_hop_verdict(df, _model(FAST_S, hop="mean")),
-            say=lambda line: None,
-        )
+    with pytest.raises(AssertionError, match="missed on all 3 tries"):
+        _retry(measure, _model(FAST_S, hop="mean"), [])
     assert len(calls) == 3
 
 
 def test_retry_on_a_machine_that_stays_busy_says_undecided_without_raising():
     said = []
-    verdict = rh.retry_timing_check(
-        lambda: _measured(jitter_s=0.2),
-        lambda df: rh.slow_hop_verdict(df, _model(FAST_S)),
-        say=said.append,
-    )
-    assert verdict["status"] == "noisy" and "undecided after 3 tries" in said[-1]
+    done = _retry(lambda: _measured(jitter_s=0.2), _model(FAST_S), said)
+    assert done.verdict == "busy" and not done.decided
+    assert "undecided after 3 tries" in said[-1]
 
 
 def test_summaries_keep_the_best_run():
@@ -169,15 +170,15 @@ def test_a_step_speedup_of_compute_plus_exposed_comm_passes():
 def test_step_speedup_check_fails_when_the_model_forgets_the_compute():
     df, best = _steps()
     wrong = best["old all-reduce"] / best["new all-reduce"]
-    assert rh.speedup_verdict(df, "old", "new", wrong)["status"] == "fail"
+    assert rh.speedup_verdict(df, "old", "new", wrong)["status"] == "miss"
 
 
 def test_step_speedup_check_fails_when_the_new_step_did_not_speed_up():
     df, best = _steps(new_step=0.23 * 0.9)
-    assert rh.speedup_verdict(df, "old", "new", _step_model(best))["status"] == "fail"
+    assert rh.speedup_verdict(df, "old", "new", _step_model(best))["status"] == "miss"
 
 
 def test_a_part_slower_than_its_step_is_called_noisy():
     df, best = _steps(new_ar=0.12, new_step=0.08)
     verdict = rh.speedup_verdict(df, "old", "new", 1.5)
-    assert verdict["status"] == "noisy" and "busy" in verdict["text"]
+    assert verdict["status"] == "busy" and "busy" in verdict["text"]

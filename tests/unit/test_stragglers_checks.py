@@ -189,7 +189,7 @@ def test_a_busy_machine_is_said_in_words_and_measured_again():
     table, said = measure(run)
     assert len(calls) == 2 and set(table["verdict"]) == {"agrees"}
     assert "try 1 of 3: this machine was busy" in said
-    assert "Measuring again" in said
+    assert "measuring again" in said
 
 
 def test_a_machine_that_stays_busy_leaves_the_check_undecided_without_an_error():

@@ -10,7 +10,6 @@ from clusterlab.decide.check import SOURCE_TABLE
 from clusterlab.models.decide import measured_workloads, recommend, reference_hardware
 from clusterlab.roofline.workloads import (
     WORKLOAD_KERNELS,
-    retry_if_busy,
     run_kernel,
     traits_from_phases,
 )
@@ -123,15 +122,6 @@ def test_traits_from_hand_made_phases():
     assert t["branch_fraction"] == 0.5 and t["branching"] and t["intensity"] == 4.0
     with pytest.raises(ValueError, match="time_s"):
         traits_from_phases({**run, "time_s": 0.0, "branchy_s": 0.0})
-
-
-def test_a_check_that_keeps_failing_is_retried_and_says_why(capsys):
-    calls = []
-    result, ok = retry_if_busy(lambda: calls.append(1) or len(calls), lambda r: False)
-    assert (result, ok, len(calls)) == (3, False, 3)
-    assert capsys.readouterr().out.count("may be busy") == 2
-    result, ok = retry_if_busy(lambda: 7, lambda r: r == 7)
-    assert (result, ok) == (7, True)
 
 
 def test_bad_arguments_are_named():

@@ -3,8 +3,9 @@
 ``measure_heartbeats`` runs ``run_heartbeats`` once per skew (rank 1's clock
 ahead of rank 0's by that much) and, when the machine was so busy that a
 heartbeat really arrived later than the timeout, says so and measures again, a
-bounded number of times. ``check_heartbeat_detectors`` then raises
-``AssertionError`` unless the runs show what the clocks predict:
+bounded number of times (``cl.core.busy.retry``), then goes on with the last
+run. ``check_heartbeat_detectors`` then raises ``AssertionError`` unless the
+runs show what the clocks predict:
 
 * a wall-clock detector whose clock leads the peer's by more than the margin
   (``timeout_s - interval_s``) suspects the live peer while its heartbeats
@@ -25,6 +26,7 @@ from __future__ import annotations
 import pandas as pd
 
 from clusterlab.clocks.heartbeats import LATE_TOLERANCE_S, run_heartbeats
+from clusterlab.core.busy import retry
 from clusterlab.core.validate import check_float, check_int
 
 _NEEDED = [
@@ -77,27 +79,34 @@ def measure_heartbeats(
     frames = []
     for skew_s in skews_s:
         check_float("skews_s", skew_s, 0.0, 10.0)
-        for attempt in range(1, tries + 1):
-            runs = run_heartbeats((0.0, skew_s), **kwargs).assign(tries=attempt)
+
+        def measure(attempt, skew_s=skew_s):
+            return run_heartbeats((0.0, skew_s), **kwargs).assign(tries=attempt)
+
+        def judge(runs, skew_s=skew_s):
             late = late_heartbeats(runs)
             if late.empty:
-                break
+                return "pass", f"skew {skew_s * 1e3:g} ms: every heartbeat on time"
             worst = late.loc[late["worst_true_age_s"].idxmax()]
-            note = (
-                f"skew {skew_s * 1e3:g} ms: the machine was busy; rank "
-                f"{worst.observer} heard nothing from rank {worst.peer} for "
-                f"{worst.worst_true_age_s * 1e3:.0f} ms while it was sending, "
-                f"past the {worst.timeout_s * 1e3:g} ms timeout"
+            return "busy", (
+                f"skew {skew_s * 1e3:g} ms: rank {worst.observer} heard nothing "
+                f"from rank {worst.peer} for {worst.worst_true_age_s * 1e3:.0f} ms "
+                f"while it was sending, past the {worst.timeout_s * 1e3:g} ms timeout"
             )
-            if attempt < tries:
-                say(f"{note}; measuring again (try {attempt + 1} of {tries})")
-            else:
-                say(
-                    f"{note}, {tries} times running. The suspicions that late "
-                    "heartbeats caused are counted apart (late_suspicions), so "
-                    "the check below still decides on the clocks' share."
-                )
-        frames.append(runs)
+
+        done = retry(
+            measure,
+            judge,
+            what="heartbeats on time",
+            hint="a heartbeat late on every try is the machine's doing",
+            tries=tries,
+            numbered=True,
+            undecided="the suspicions that late heartbeats caused are counted "
+            "apart (late_suspicions), so the check below still decides on the "
+            "clocks' share",
+            say=say,
+        )
+        frames.append(done.result)
     return pd.concat(frames, ignore_index=True)
 
 

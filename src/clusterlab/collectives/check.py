@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 
-from clusterlab.core.checks import not_attempted, passed, ratio_judge, retry_while_busy
+from clusterlab.core.busy import ratio_judge, retry
+from clusterlab.core.checks import not_attempted, passed
 
 #: Measured / ring-model time seen in the book's runs (lowest, highest).
 RING_RATIO_SEEN = {"quiet": (1.7, 2.6), "two busy loops": (0.6, 2.0)}
@@ -101,12 +102,10 @@ def ring_floor(
     from clusterlab.core.best_of import bench_best_of
 
     predict = predict or _ring
-    state = {"try": 0}
 
-    def measure():
-        state["try"] += 1
+    def measure(attempt):
         a, b, m = alpha_s, beta_Bps, measured_s
-        if state["try"] > 1:
+        if attempt > 1:
             pp = bench_best_of("ping_pong", fit_sizes, 2)
             a, b = fit_alpha_beta(pp["size_bytes"], pp["time_s"])
             ar = bench_best_of("all_reduce", [nbytes], world_size)
@@ -116,15 +115,16 @@ def ring_floor(
             measured_s=float(m), predicted_s=p, ratio=m / p, alpha_s=a, beta_Bps=b
         )
 
-    result, _, attempts = retry_while_busy(
+    done = retry(
         measure,
         ratio_judge("measured", "ring model", bounds),
         what=f"ring model of a {nbytes:,}-byte all-reduce",
         hint="a ratio far above the bound means the model's bandwidth is too high "
         "(or the benchmark is slow); far below, the model counts too much",
         tries=tries,
+        numbered=True,
     )
-    return dict(result, tries=attempts)
+    return dict(done.result, tries=done.tries)
 
 
 def holdout_fit(
@@ -162,12 +162,10 @@ def holdout_fit(
     from clusterlab.core.best_of import bench_best_of
 
     sizes = sorted(int(s) for s in sweep["size_bytes"])
-    state = {"try": 0}
 
-    def measure():
-        state["try"] += 1
+    def measure(attempt):
         data = sweep
-        if state["try"] > 1:
+        if attempt > 1:
             data = bench_best_of("all_reduce", sizes, world_size)
         held = alpha_beta_holdout(data, fit=fit)
         held.attrs["median_error"] = float(held["rel_error"].median())
@@ -180,17 +178,20 @@ def holdout_fit(
             f"held-out error median {med:.0%} (allowed below {median_below:.0%}), "
             f"at the largest size {big:.0%} (allowed below {largest_below:.0%})"
         )
-        return med < median_below and big < largest_below, text
+        ok = med < median_below and big < largest_below
+        return ("pass" if ok else "miss"), text
 
-    held, _, attempts = retry_while_busy(
+    done = retry(
         measure,
         judge,
         what="alpha-beta on held-out sizes",
         hint="a large median points at alpha (small messages), a large error at "
         "the largest size at beta",
         tries=tries,
+        numbered=True,
     )
-    held.attrs["tries"] = attempts
+    held = done.result
+    held.attrs["tries"] = done.tries
     return held
 
 
@@ -214,11 +215,9 @@ def plain_loop_agreement(
     from clusterlab.core.bench import bench_vs_plain_loop
 
     low, high = bounds
-    state = {"try": 0}
 
-    def measure():
-        state["try"] += 1
-        return agree if state["try"] == 1 else bench_vs_plain_loop(**bench_kwargs)
+    def measure(attempt):
+        return agree if attempt == 1 else bench_vs_plain_loop(**bench_kwargs)
 
     def judge(r):
         text = (
@@ -226,17 +225,18 @@ def plain_loop_agreement(
             f"{r['bench_s'] * 1e3:.2f} ms, ratio {r['bench_over_plain']:.2f} "
             f"(allowed {low:g}-{high:g})"
         )
-        return low < r["bench_over_plain"] < high, text
+        return ("pass" if low < r["bench_over_plain"] < high else "miss"), text
 
-    result, _, attempts = retry_while_busy(
+    done = retry(
         measure,
         judge,
         what="bench_collective against a plain loop",
         hint="a benchmark that forgot its barrier, counted iterations wrong or "
         "mixed up bytes and elements is off by 2x or more",
         tries=tries,
+        numbered=True,
     )
-    return dict(result, tries=attempts)
+    return dict(done.result, tries=done.tries)
 
 
 _BUSBW_CASES = [  # (op, algbw_Bps, world_size, expected busbw_Bps)

@@ -171,6 +171,9 @@ def kill_during_job(
         the restart), ``went_on_alone``, ``exit_code, ended_after_kill_s,
         first_error, errors`` (exception lines the survivor printed after the
         kill, in order, module paths cut), ``output``.
+
+    Raises:
+        AssertionError: the two nodes of a job missed each other on every try.
     """
     check_choice("backend", backend, ("c10d", "etcd"))
     check_float("timeout_s", timeout_s, 0.0, 600.0, low_inclusive=False)
@@ -180,22 +183,29 @@ def kill_during_job(
         raise ValueError(f"jobs=() must name at least one of {list(JOBS)}")
     if backend == "etcd" and not endpoint:
         raise ValueError("endpoint=None: the etcd backend needs etcd's host:port")
-    for attempt in range(1, tries + 1):
-        try:
-            return _attempt(
-                jobs, backend, endpoint, steps, pause_s, last_call_s, timeout_s
-            )
-        except _Missed as missed:
-            if attempt == tries:
-                raise RuntimeError(f"{missed} on all {tries} tries") from None
-            from clusterlab.core.checks import load_note
+    from clusterlab.core.busy import retry
 
-            print(
-                f"try {attempt} of {tries}: {missed} ({load_note()}); "
-                f"trying again with last_call_s={2 * last_call_s}"
-            )
-            last_call_s *= 2
-    raise AssertionError("unreachable")
+    def measure(attempt):
+        wait_s = last_call_s * 2 ** (attempt - 1)
+        try:
+            return _attempt(jobs, backend, endpoint, steps, pause_s, wait_s, timeout_s)
+        except _Missed as missed:
+            return missed
+
+    def judge(ran):
+        if isinstance(ran, _Missed):
+            return "miss", f"{ran}; the next try waits twice as long"
+        return "pass", "the two nodes of every job met"
+
+    return retry(
+        measure,
+        judge,
+        what="the two nodes meeting",
+        hint="an agent that never arrives within last_call_s, however long, "
+        "did not start: read its output",
+        tries=tries,
+        numbered=True,
+    ).result
 
 
 def _attempt(jobs, backend, endpoint, steps, pause_s, last_call_s, timeout_s):

@@ -9,6 +9,7 @@ Reached as ``cl.core.<file>.<name>``; each file loads on first use.
   here.
 - ``best_of``: The fastest of several benchmark passes: noise on a shared machine only
   adds time.
+- ``busy``: One bounded retry for timing checks, and a busy machine said in words.
 - ``chart_checks``: The input check every chart builder makes: a DataFrame with the
   columns it draws.
 - ``checks``: What every self-check shares: the verdict lines, the time limit, and the

@@ -21,13 +21,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from clusterlab.core.checks import (
-    launch_answer,
-    not_attempted,
-    passed,
-    ratio_judge,
-    retry_while_busy,
-)
+from clusterlab.core.busy import ratio_judge, retry
+from clusterlab.core.checks import launch_answer, not_attempted, passed
 from clusterlab.data_parallel.ranks import dp_mlp, one_thread_per_rank
 
 #: Measured / predicted seen in the book's runs, fastest step (lowest, highest).
@@ -250,12 +245,10 @@ def comm_prediction(
 
     predict = predict or _allreduce
     kwargs = dict(steps=6, modes=("hand",), **(train_kwargs or {}))
-    state = {"try": 0}
 
-    def measure():
-        state["try"] += 1
+    def measure(attempt):
         run, a, b = out, alpha_s, bw_Bps
-        if state["try"] > 1:
+        if attempt > 1:
             a, b = _fit_alpha(list(fit_sizes))
             run = launch(dp_train_worker, 2, **kwargs)
         measured = best_step_s(run)
@@ -264,15 +257,16 @@ def comm_prediction(
             measured_s=measured, predicted_s=predicted, ratio=measured / predicted
         )
 
-    result, _, attempts = retry_while_busy(
+    done = retry(
         measure,
         ratio_judge("fastest step's all-reduces", "model", bounds),
         what="alpha-beta model of the per-tensor all-reduces",
         hint="far above the bound, the model leaves out a cost paid per "
         "all-reduce (alpha); far below, it counts one that is not paid",
         tries=tries,
+        numbered=True,
     )
-    return dict(result, tries=attempts)
+    return dict(done.result, tries=done.tries)
 
 
 def step_parts(parts) -> bool:

@@ -13,9 +13,9 @@ from dataclasses import replace
 
 import pandas as pd
 
+from clusterlab.core.busy import retry
 from clusterlab.core.checks import TICK, not_attempted, passed
 from clusterlab.models.decide import decision_table, measured_workloads, recommend
-from clusterlab.roofline.workloads import retry_if_busy
 
 # (speedup, GPU $/h, CPU $/h, answer, what a wrong answer usually means)
 CASES = [
@@ -89,7 +89,7 @@ def verdicts_match_table(
 
     Raises:
         AssertionError: naming each workload whose measured verdict differs
-            from the table's, with both answers.
+            from the table's, with both answers, on the last try.
     """
     if not isinstance(traits, pd.DataFrame):
         raise ValueError(f"traits={traits!r} must be a DataFrame of measured traits")
@@ -97,19 +97,30 @@ def verdicts_match_table(
         tries = 1
     elif not callable(measure_again):
         raise ValueError(f"measure_again={measure_again!r} must be a function")
-    given = [traits]
-    traits, ok = retry_if_busy(
-        lambda: given.pop() if given else measure_again(),
-        lambda t: not _disagreements(t, hw)[1],
-        tries,
-        "the workload kernels' verdicts",
-    )
-    table, wrong = _disagreements(traits, hw)
-    if wrong:
+    given = traits
+
+    def measure(attempt):
+        return given if attempt == 1 else measure_again()
+
+    def judge(t):
+        wrong = _disagreements(t, hw)[1]
+        if not wrong:
+            return "pass", f"all {len(SOURCE_TABLE)} verdicts agree with the table"
         lines = "; ".join(
             f"{k}: measured {g}, table {w}" for k, (g, w) in wrong.items()
         )
-        raise AssertionError(f"the measured traits disagree with the table: {lines}")
+        return "miss", f"the measured traits disagree with the table: {lines}"
+
+    traits = retry(
+        measure,
+        judge,
+        what="the workload kernels' verdicts",
+        hint="a kernel whose measured traits stay on the wrong side of a "
+        "threshold on every try is measured wrong, or the rule is",
+        tries=tries,
+        numbered=True,
+    ).result
+    table = _disagreements(traits, hw)[0]
     table.attrs["traits"] = traits
     print(
         f"{TICK} the measured traits give the source's answer on all "

@@ -15,8 +15,8 @@ Two measurements on real ranks back the contention models
   ``contention_drop``, given the measured network-bound share, must predict the
   measured slowdown, and its inverse must give that share back.
 
-Timings are noisy on a busy machine: every verdict is ``pass``, ``fail`` or
-``noisy`` (too busy to tell), for ``cl.ring.measure.retry_timing_check``.
+Timings are noisy on a busy machine: every verdict is ``pass``, ``miss`` or
+``busy`` (too busy to tell), for ``cl.core.busy.retry``.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def mixed_step_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> 
     measurement decides only if the bound is under half of the difference
     between the two splits, measured or predicted (whichever is larger: a
     model or a run that sees no difference must still be judged); otherwise
-    ``noisy``.
+    ``busy``.
 
     Args:
         df: from ``measure_mixed_step``.
@@ -161,7 +161,7 @@ def mixed_step_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> 
         k: how many gaps the bound allows, in [1, 10].
 
     Returns:
-        dict with ``status`` (``pass``, ``fail`` or ``noisy``), ``text``,
+        dict with ``status`` (``pass``, ``miss`` or ``busy``), ``text``,
         ``bound_s``, ``effect_s`` and ``table`` (measured against predicted).
     """
     k = check_float("k", k, 1.0, 10.0)
@@ -180,7 +180,7 @@ def mixed_step_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> 
     misses = table["miss_s"].abs().dropna()
     ms = f"bound {bound * 1e3:.1f} ms"
     if not effect > 2 * bound:
-        status = "noisy"
+        status = "busy"
         text = (
             f"the repeats strayed too far ({ms}) to resolve the "
             f"{effect * 1e3:.1f} ms between the two splits: the machine is busy"
@@ -190,7 +190,7 @@ def mixed_step_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> 
         text = f"the model is within {misses.max() * 1e3:.1f} ms of both splits ({ms})"
     else:
         worst = misses.idxmax()
-        status = "fail"
+        status = "miss"
         text = (
             f"'{worst}' measured {s.at[worst, 'best_s'] * 1e3:.1f} ms, the model "
             f"says {predicted[worst] * 1e3:.1f} ms: off by more than the {ms}"
@@ -258,7 +258,7 @@ def contention_verdict(
         verdict["status"] == "pass"
         and not abs(back - f) <= verdict["bound"] * (1 - c) / c
     ):
-        verdict["status"] = "fail"
+        verdict["status"] = "miss"
         verdict["text"] += (
             f"; but the measured drop, {lost:.0%}, needs {back:.0%} of the step "
             f"network-bound by the share model, and the step was {f:.0%}"

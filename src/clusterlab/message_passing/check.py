@@ -13,13 +13,8 @@ import textwrap
 
 import torch
 
-from clusterlab.core.checks import (
-    launch_answer,
-    not_attempted,
-    passed,
-    retry_while_busy,
-    short,
-)
+from clusterlab.core.busy import ratio_judge, retry
+from clusterlab.core.checks import launch_answer, not_attempted, passed, short
 
 #: Collectives the exercise may not call (``barrier`` moves no data, so it may).
 COLLECTIVES = (
@@ -238,12 +233,10 @@ def message_prediction(
     if not sizes or big_bytes <= max(sizes):
         raise ValueError(f"big_bytes={big_bytes!r} must exceed every size in sizes")
     predict = predict or alpha_beta_time
-    state = {"fit": (alpha_s, beta_Bps), "try": 0}
 
-    def measure():
-        state["try"] += 1
-        if state["try"] == 1:
-            a, b = state["fit"]
+    def measure(attempt):
+        if attempt == 1:
+            a, b = alpha_s, beta_Bps
             measured = bench([big_bytes])["time_s"].iloc[-1]
         else:
             pp = bench([*sizes, big_bytes])
@@ -259,23 +252,15 @@ def message_prediction(
             "ratio": float(measured) / predicted,
         }
 
-    def judge(r):
-        ok = low < r["ratio"] < high
-        text = (
-            f"measured {r['measured_s'] * 1e3:.2f} ms, predicted "
-            f"{r['predicted_s'] * 1e3:.2f} ms, ratio {r['ratio']:.2f} "
-            f"(allowed {low:g}-{high:g})"
-        )
-        return ok, text
-
-    result, _, attempts = retry_while_busy(
+    done = retry(
         measure,
-        judge,
+        ratio_judge("measured", "predicted", bounds),
         what=f"alpha-beta prediction of a {big_bytes:,}-byte message",
         hint="look at the chart: does the model's line follow the points?",
         tries=tries,
+        numbered=True,
     )
-    return dict(result, tries=attempts)
+    return dict(done.result, tries=done.tries)
 
 
 __all__ = ["message_prediction", "reduce_then_broadcast"]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from clusterlab.core.checks import not_attempted, passed, retry_while_busy
+from clusterlab.core.busy import retry
+from clusterlab.core.checks import not_attempted, passed
 from clusterlab.core.validate import check_float
 from clusterlab.models.pipeline import bubble_fraction, in_flight_microbatches
 
@@ -74,26 +75,26 @@ def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
         table = schedule_bubble_verdict(table)
         if (table.verdict == "below").any():
             rows = table[table.verdict == "below"]
-            raise AssertionError(
+            return "wrong", (
                 "measured less idle time than predicted for "
                 f"{list(rows.schedule)} ({rows.measured.round(3).tolist()} against "
                 f"{rows.predicted.round(3).tolist()}): noise only adds idle "
                 "time, so the prediction is wrong"
             )
         over = table[table.verdict == "above"]
-        text = "every schedule within its bound"
         if len(over):
             text = f"{list(over.schedule)} idled more than predicted + allowance"
-        return over.empty, text
+            return "miss", text
+        return "pass", "every schedule within its bound"
 
-    table, _, _ = retry_while_busy(
+    done = retry(
         measure,
         judge,
         what="pipeline schedules' bubbles",
         hint="a prediction far below the measurement on every try is wrong",
         tries=tries,
     )
-    return schedule_bubble_verdict(table)
+    return schedule_bubble_verdict(done.result)
 
 
 #: (stages, most micro-batches, cap on micro-batches held, largest v).

@@ -203,9 +203,9 @@ def bubble_verdict(
 def check_bubble(model, stages: int = 4, *, tries: int = 3, **measure_kw):
     """Measure the bubble and decide ``model``; measure again on a busy machine.
 
-    The retries are the shared ``cl.core.checks.retry_while_busy``: a try whose
+    The retries are the shared ``cl.core.busy.retry``: a try whose
     measurement lies above the allowance is said in plain words and measured
-    again, at most ``tries`` times in all.
+    again, at most ``tries`` times in all; one below the model fails at once.
 
     Args:
         model: ``model(stages, microbatches) -> idle share``.
@@ -220,7 +220,7 @@ def check_bubble(model, stages: int = 4, *, tries: int = 3, **measure_kw):
     Raises:
         AssertionError: in plain words, when the model is wrong.
     """
-    from clusterlab.core.checks import retry_while_busy
+    from clusterlab.core.busy import retry
 
     def measure():
         return bubble_verdict(measure_bubble(stages, **measure_kw), model, stages)
@@ -229,7 +229,7 @@ def check_bubble(model, stages: int = 4, *, tries: int = 3, **measure_kw):
         below = df[df["verdict"] == "below"]
         if len(below):  # noise only adds idle time: no retry can fix this
             m, got, want = below.iloc[0][["microbatches", "measured", "model"]]
-            raise AssertionError(
+            return "wrong", (
                 f"with m = {m:.0f} the model predicts an idle share of {want:.1%} "
                 f"but only {got:.1%} was measured; noise only adds idle time, so "
                 "the model is wrong"
@@ -240,15 +240,15 @@ def check_bubble(model, stages: int = 4, *, tries: int = 3, **measure_kw):
             f"model {worst.model:.1%}, allowed up to {worst.high:.1%} by this "
             f"run's noise (messages {worst.hop_delay_s * 1e3:.1f} ms late)"
         )
-        return bool((df["verdict"] == "fits").all()), text
+        return ("pass" if (df["verdict"] == "fits").all() else "miss"), text
 
-    df, _, _ = retry_while_busy(
+    df = retry(
         measure,
         judge,
         what="the bubble model",
         hint="the model leaves out idle time that the schedule really has",
         tries=tries,
-    )
+    ).result
     df["decided"] = not bool((df["allowance"] > MAX_ALLOWANCE).any())
     if not df["decided"].all():
         print(

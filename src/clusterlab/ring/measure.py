@@ -6,8 +6,9 @@ per message and, optionally, a bandwidth cap; ``cl.ring.ranks``); every hop
 slowed the same way. The cases take turns inside each repeat, so a burst of
 load on a busy machine hits all three alike. ``slow_hop_verdict`` compares the
 best times with a model's predictions within a bound made of the spread the
-repeats measured; ``retry_timing_check`` measures again, at most a few times,
-when a verdict is spoiled by a busy machine, and says so in plain words.
+repeats measured. Its verdicts are ``cl.core.busy``'s, so ``cl.core.busy.retry``
+measures again, at most a few times, when a busy machine spoiled one, and says
+so in plain words.
 
 ``measure_step_speedup`` does the same for a training step: compute (a sleep)
 followed by a ring all-reduce over a slow network and over a faster one.
@@ -170,7 +171,7 @@ def slow_hop_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> di
     ``2 (n - 1)`` times the measured oversleep of one delay. The measurement
     decides only if that bound is under half of what slowing every hop
     cost (``every hop slow`` minus ``uniform fast``); otherwise the verdict is
-    ``noisy`` (the machine too busy to tell).
+    ``busy`` (the machine too busy to tell).
 
     Args:
         df: from ``measure_slow_hop``.
@@ -178,7 +179,7 @@ def slow_hop_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> di
         k: how many spreads the bound allows, in [1, 10].
 
     Returns:
-        dict with ``status`` (``pass``, ``fail`` or ``noisy``), ``text`` (plain
+        dict with ``status`` (``pass``, ``miss`` or ``busy``), ``text`` (plain
         words), ``bound_s``, ``effect_s`` and ``table`` (measured against
         predicted, per case).
     """
@@ -196,7 +197,7 @@ def slow_hop_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> di
     same = abs(s.at["one slow hop", "best_s"] - s.at["every hop slow", "best_s"])
     ms = f"bound {bound * 1e3:.2f} ms"
     if not effect > 2 * bound:
-        status = "noisy"
+        status = "busy"
         text = (
             f"the repeats strayed too far ({ms}) to resolve the slow hop's "
             f"{effect * 1e3:.2f} ms: the machine is probably busy"
@@ -209,7 +210,7 @@ def slow_hop_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> di
         )
     else:
         worst = misses.idxmax()
-        status = "fail"
+        status = "miss"
         text = (
             f"'{worst}' measured {s.at[worst, 'best_s'] * 1e3:.2f} ms, the model "
             f"says {predicted[worst] * 1e3:.2f} ms: off by more than the {ms}"
@@ -221,47 +222,6 @@ def slow_hop_verdict(df: pd.DataFrame, predicted: dict, *, k: float = 3.0) -> di
         "effect_s": effect,
         "table": table,
     }
-
-
-def retry_timing_check(measure, decide, *, tries: int = 3, say=print) -> dict:
-    """Measure and decide; on a miss or a noisy run, say why and measure again.
-
-    Args:
-        measure: a function of no arguments that returns a measurement.
-        decide: a function of the measurement returning a dict with ``status``
-            (``pass``, ``fail`` or ``noisy``) and ``text``.
-        tries: measurements at most, in [1, 10].
-        say: where the plain-words lines go (``print``).
-
-    Returns:
-        The last verdict, with ``measurement`` and ``tries`` added. It is
-        ``pass``, or ``noisy`` when every try was too noisy to decide (the
-        machine too busy: said so, nothing raised).
-
-    Raises:
-        AssertionError: when the last try still misses, with its numbers: a
-            model that is wrong does not pass by being measured again.
-    """
-    tries = check_int("tries", tries, 1, 10)
-    for attempt in range(1, tries + 1):
-        measurement = measure()
-        verdict = dict(decide(measurement), measurement=measurement, tries=attempt)
-        if verdict["status"] == "pass":
-            say(f"check passed: {verdict['text']}")
-            return verdict
-        if attempt < tries:
-            say(
-                f"try {attempt} of {tries} did not settle it: {verdict['text']}. "
-                "A busy machine can do this; measuring again."
-            )
-    if verdict["status"] == "fail":
-        raise AssertionError(f"after {tries} tries: {verdict['text']}")
-    say(
-        f"undecided after {tries} tries: {verdict['text']}. Nothing was wrong "
-        "with the model that these runs could show; run the cell on a quieter "
-        "machine to decide."
-    )
-    return verdict
 
 
 def _step_worker(rank, world_size, *, numel, compute_s, links, repeats):
@@ -355,7 +315,7 @@ def speedup_verdict(
         k: how many spreads the bound allows, in [1, 10].
 
     Returns:
-        dict with ``status`` (``pass``, ``fail`` or ``noisy``), ``text``,
+        dict with ``status`` (``pass``, ``miss`` or ``busy``), ``text``,
         ``measured``, ``predicted``, ``bound`` and ``table`` (the summary).
     """
     k = check_float("k", k, 1.0, 10.0)
@@ -371,17 +331,17 @@ def speedup_verdict(
         if s.at[f"{k} all-reduce", "best_s"] > s.at[f"{k} step", "best_s"] + spread
     ]
     if odd:
-        status = "noisy"
+        status = "busy"
         text = (
             f"{words}: the {odd[0]} all-reduce alone took longer than its whole "
             "step, so other programs slowed some runs: the machine is busy"
         )
     elif not abs(measured - 1) > 2 * bound:
-        status, text = "noisy", f"{words}: too noisy to tell, the machine is busy"
+        status, text = "busy", f"{words}: too noisy to tell, the machine is busy"
     elif abs(measured - predicted) <= bound:
         status, text = "pass", f"{words}: the model holds"
     else:
-        status, text = "fail", f"{words}: off by more than the bound"
+        status, text = "miss", f"{words}: off by more than the bound"
     return {
         "status": status,
         "text": text,
@@ -396,7 +356,6 @@ __all__ = [
     "CASES",
     "measure_slow_hop",
     "measure_step_speedup",
-    "retry_timing_check",
     "slow_hop_verdict",
     "slowest_rank_times",
     "speedup_verdict",

@@ -269,34 +269,6 @@ def measure_traits(names=None, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def retry_if_busy(measure, accept, tries: int = 3, what: str = "the measurement"):
-    """Measure until ``accept(result)`` holds, at most ``tries`` times.
-
-    Timings on a shared machine only grow when other work runs, so a result
-    that fails its check is measured again, and the reader is told why.
-
-    Args:
-        measure: a function of no arguments returning a result.
-        accept: a function of the result; True when the check holds.
-        tries: attempts, in [1, 10].
-        what: what is measured, for the message.
-
-    Returns:
-        ``(result, ok)``: the last result and whether it was accepted.
-    """
-    tries = check_int("tries", tries, 1, 10)
-    for attempt in range(1, tries + 1):
-        result = measure()
-        if accept(result):
-            return result, True
-        if attempt < tries:
-            print(
-                f"{what} missed its check on try {attempt} of {tries}: this machine "
-                "may be busy with other work, which only adds time; measuring again"
-            )
-    return result, False
-
-
 if __name__ == "__main__":
     cols = ["workload", "intensity", "io_fraction", "dense_fraction", "branching"]
     print(measure_traits()[cols].round(3).to_string(index=False))
@@ -305,7 +277,6 @@ if __name__ == "__main__":
 __all__ = [
     "WORKLOAD_KERNELS",
     "measure_traits",
-    "retry_if_busy",
     "run_kernel",
     "traits_from_phases",
 ]

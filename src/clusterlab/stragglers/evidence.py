@@ -13,8 +13,9 @@ Two kinds:
   reached the all-reduce beyond its drawn compute (``late_s``); that delay can
   make the real step longer than the simulated one by at most its own size. A
   miss that this delay explains is a busy machine: the check says so and
-  measures again, at most ``TRIES`` times. A miss it does not explain (too
-  slow by more, or faster than predicted) is a wrong prediction and fails.
+  measures again, at most ``TRIES`` times (``cl.core.busy.retry``). A miss it
+  does not explain (too slow by more, or faster than predicted) is a wrong
+  prediction and fails at once.
 
 ``REL_TOL`` is the bound a measured step may differ from its prediction on top
 of the measured delay; the stragglers chapter says how it was chosen.
@@ -26,6 +27,7 @@ from dataclasses import replace
 
 import pandas as pd
 
+from clusterlab.core.busy import retry
 from clusterlab.models.stragglers import expected_step_time
 from clusterlab.stragglers import sim as S
 
@@ -252,17 +254,19 @@ def measure_until_decided(
         AssertionError: if a check misses by more than the machine's delays
             explain: the prediction is wrong.
     """
-    if not 1 <= int(tries) <= 10:
-        raise ValueError(f"tries={tries!r} must be in [1, 10]")
     if run is None:
         from clusterlab.stragglers.ranks import run_straggler_scenarios as run
-    for attempt in range(1, tries + 1):
+
+    def measure():
         real = run(scenarios, seed=seed, **run_kwargs)
-        table = _table(real, predict(real), rel_tol)
+        return real, _table(real, predict(real), rel_tol)
+
+    def verdict(measured):
+        table = measured[1]
         wrong = table[table["verdict"] == "wrong"]
         if len(wrong):
             row = next(wrong.itertuples())
-            raise AssertionError(
+            return "wrong", (
                 f"{_line(row)}: a miss of {row.excess:+.1%} is beyond the "
                 f"{rel_tol:.0%} bound plus what the ranks' lateness explains "
                 f"({row.late_s / row.predicted_s:.1%}), so it is not the machine: "
@@ -270,21 +274,28 @@ def measure_until_decided(
             )
         busy = table[table["verdict"] == "busy"]
         if busy.empty:
-            for row in table.itertuples():
-                say(f"agrees within {rel_tol:.0%}: {_line(row)}")
-            return real, table
+            return "pass", f"every check agrees within {rel_tol:.0%}"
         row = next(busy.itertuples())
-        say(
-            f"try {attempt} of {tries}: this machine was busy. {_line(row)}: "
-            f"{row.excess:+.1%} is more than the {rel_tol:.0%} bound, but the "
-            "ranks reached the all-reduce late (woken late, or waiting for a core), "
-            "which explains the difference and which the prediction does not "
-            "model." + (" Measuring again." if attempt < tries else "")
+        return "busy", (
+            f"{_line(row)}: {row.excess:+.1%} is more than the {rel_tol:.0%} bound, "
+            "but the ranks reached the all-reduce late (woken late, or waiting for "
+            "a core), which explains the difference and which the prediction does "
+            "not model"
         )
-    say(
-        f"undecided after {tries} tries: the machine stayed too busy to tell. "
-        "Close other programs and run this cell again."
+
+    done = retry(
+        measure,
+        verdict,
+        what="the straggler predictions against real runs",
+        hint="the prediction is wrong",
+        tries=tries,
+        undecided="close other programs and run this cell again",
+        say=say,
     )
+    real, table = done.result
+    if done.decided:
+        for row in table.itertuples():
+            say(f"agrees within {rel_tol:.0%}: {_line(row)}")
     return real, table
 
 
