@@ -55,6 +55,10 @@ def live_control(widget, description: str):
     return found[0]
 
 
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9 * max(1.0, abs(x))
+
+
 def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
     """What differs between the live controls and the twin's sliders.
 
@@ -62,8 +66,10 @@ def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
         widget: the live explorer.
         chart_spec: its twin's ``to_dict()``.
         pairs: ``(live description, twin parameter name)`` per shared control.
-        narrowed: twin parameters whose slider may stop short of the live one's
-            ``max`` (the page carries a sweep that ends there).
+        narrowed: twin parameters whose slider may cover only part of the live
+            one (the page carries a sweep): its ends must lie on the live
+            slider's grid, inside its ends, and its step be a multiple of the
+            live step.
 
     Returns:
         One sentence per difference; empty when the two agree.
@@ -76,18 +82,31 @@ def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
             out.append(f"the twin has no slider {name!r} for {description!r}")
             continue
         bind = params[name]["bind"]
-        if bind.get("input") == "range":
-            for key in ("min", "step", "max"):
-                a, b = getattr(live, key), bind.get(key)
-                if key == "max" and name in narrowed:
-                    if b is None or b > a:
-                        out.append(f"{name}: twin max {b} beyond live max {a}")
-                elif b is None or not math.isclose(a, b, abs_tol=1e-12):
-                    out.append(f"{name}: live {key} {a}, twin {key} {b}")
-        else:
+        if bind.get("input") != "range":
             live_options = list(getattr(live, "_options_values", live.options))
             if live_options != bind.get("options"):
                 out.append(f"{name}: live {live_options}, twin {bind.get('options')}")
+            continue
+        if any(
+            not isinstance(bind.get(k), int | float) for k in ("min", "max", "step")
+        ):
+            out.append(f"{name}: twin range {bind} lacks min, max or step")
+            continue
+        if name not in narrowed:
+            for key in ("min", "step", "max"):
+                a, b = getattr(live, key), bind[key]
+                if not math.isclose(a, b, abs_tol=1e-12):
+                    out.append(f"{name}: live {key} {a}, twin {key} {b}")
+            continue
+        lo, hi, step = bind["min"], bind["max"], bind["step"]
+        if lo < live.min - 1e-12 or hi > live.max + 1e-12:
+            out.append(
+                f"{name}: twin range [{lo}, {hi}] beyond live [{live.min}, {live.max}]"
+            )
+        if not _whole((lo - live.min) / live.step):
+            out.append(f"{name}: twin min {lo} off the live grid (step {live.step})")
+        if not _whole(step / live.step):
+            out.append(f"{name}: twin step {step} not a multiple of live {live.step}")
     return out
 
 
@@ -127,6 +146,34 @@ def _planner():
     return cl.planner.widget.planner_widget(), cl.planner.chart.planner_explorer(sweep)
 
 
+def _clocks():
+    m = cl.clocks.sim
+    base = m.ClockParams(duration_s=300.0)
+    sweep = m.skew_sweep([1.0, 10.0, 100.0], [4.0, 16.0], base=base, bins=6)
+    return (
+        cl.clocks.widget.clock_skew_explorer(base),
+        cl.clocks.chart.skew_explorer_chart(sweep),
+    )
+
+
+def _failures():
+    m = cl.failures.sim
+    grid = m.heartbeat_grid(m.HeartbeatParams(), [1.0, 2.0])
+    return cl.failures.widget.heartbeat_widget(), cl.failures.chart.heartbeat_explorer(
+        grid
+    )
+
+
+def _interconnects():
+    sweep = cl.models.interconnects.interconnect_sweep(
+        [7e9], [2**k for k in range(11, 14)], [1, 8]
+    )
+    return (
+        cl.interconnects.widget.interconnect_calculator(),
+        cl.interconnects.chart.step_time_chart(sweep),
+    )
+
+
 def _pipeline():
     return (
         cl.pipeline.widget.pipeline_schedule_widget(),
@@ -155,6 +202,12 @@ EXPLORERS = {
         ],
         (),
     ),
+    # the page moves between the sweep's points (log10 ppm, log2 s)
+    "clocks": (
+        _clocks,
+        [("largest drift (ppm)", "log_drift"), ("sync interval (s)", "log_interval")],
+        ("log_drift", "log_interval"),
+    ),
     "collectives": (
         _collectives,
         [
@@ -174,6 +227,14 @@ EXPLORERS = {
         ],
         (),
     ),
+    # the page moves between the grid's points
+    "failures": (
+        _failures,
+        [("jitter (ms)", "jitter_ms"), ("loss (%)", "loss_pct")],
+        ("jitter_ms", "loss_pct"),
+    ),
+    # the page moves between the sweep's token counts
+    "interconnects": (_interconnects, [("log2 tok/GPU", "log2_tok")], ("log2_tok",)),
     "planner": (_planner, [("GB per GPU", "gpu_mem_GB")], ()),
     # the page carries every simulated case of p <= 4 and m <= 8
     "pipeline": (
@@ -197,30 +258,41 @@ def test_live_controls_and_twin_sliders_agree(built, name):
     assert mismatches(widget, chart.to_dict(), pairs, narrowed) == []
 
 
+def _planted(chart, param, **bind):
+    spec = copy.deepcopy(chart.to_dict())
+    twin_params(spec)[param]["bind"].update(bind)
+    return spec
+
+
 @pytest.mark.parametrize("name", sorted(EXPLORERS))
 def test_a_planted_mismatch_is_found(built, name):
     widget, chart = built[name]
     _, pairs, narrowed = EXPLORERS[name]
-    description, param = pairs[0]
-    spec = copy.deepcopy(chart.to_dict())
-    twin_params(spec)[param]["bind"]["min"] -= 1  # the page's slider drifts
-    assert any(
-        f"{param}: live min" in m for m in mismatches(widget, spec, pairs, narrowed)
-    )
-    live = live_control(widget, description)
-    old = live.max
-    live.max = old + live.step  # the live slider drifts
-    try:
-        found = mismatches(widget, chart.to_dict(), pairs, narrowed)
-    finally:
-        live.max = old
-    if param in narrowed:  # a longer live slider is allowed; a longer twin is not
-        spec = copy.deepcopy(chart.to_dict())
-        twin_params(spec)[param]["bind"]["max"] = old + live.step
-        found = mismatches(widget, spec, pairs, narrowed)
-        assert any(f"{param}: twin max" in m for m in found)
-    else:
-        assert any(f"{param}: live max" in m for m in found)
+    for description, param in pairs:
+        live = live_control(widget, description)
+        bind = twin_params(chart.to_dict())[param]["bind"]
+
+        def found(spec, what, param=param):
+            return any(
+                f"{param}: {what}" in m
+                for m in mismatches(widget, spec, pairs, narrowed)
+            )
+
+        if param in narrowed:  # the page's slider beyond, off the grid, too fine
+            assert found(_planted(chart, param, max=live.max + live.step), "twin range")
+            assert found(
+                _planted(chart, param, min=bind["min"] + live.step / 2), "twin min"
+            )
+            assert found(_planted(chart, param, step=live.step * 1.5), "twin step")
+            continue
+        assert found(_planted(chart, param, min=bind["min"] - live.step), "live min")
+        assert found(_planted(chart, param, step=bind["step"] * 2), "live step")
+        old = live.max
+        live.max = old + live.step  # the live slider drifts
+        try:
+            assert found(chart.to_dict(), "live max")
+        finally:
+            live.max = old
 
 
 def test_a_choice_mismatch_is_found():

@@ -81,6 +81,33 @@ def test_clamp_and_up_to():
         spec.clamp(float("nan"))
 
 
+def test_within_cuts_a_range_to_a_sweep_on_its_grid():
+    spec = Range("jitter_ms", min=0, max=500, step=10, default=100, label="j ")
+    cut = spec.within(50, 300, 50)
+    assert (cut.min, cut.max, cut.step, cut.default) == (50, 300, 50, 100)
+    assert bind_of(cut.param(value=150))["max"] == 300
+    assert spec.within(200, 300).default == 200  # moved inside the cut
+    assert spec.within(0, 20).step == 10
+    cases = [
+        ((-10, 300), r"lo=-10 must be in \[0, 500\]"),
+        ((0, 510), r"hi=510 must be in \[0, 500\]"),
+        ((5, 300), r"lo=5 must lie on the live slider's grid 0 \+ k \* 10"),
+        ((300, 300), "hi=300 must be above lo=300"),
+        ((0, 300, 15), "step=15 must be a multiple of 10"),
+        ((0, 300, 0), "step=0 must be a multiple of 10"),
+        ((0, 290, 20), "step=20 must divide max - min = 290"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ValueError, match=message):
+            spec.within(*args)
+    logs = Range(
+        "ld", min=0.0, max=2.0, step=0.25, default=1.0, label="d ", log_base=10
+    )
+    cut = logs.within(0.0, 2.0, 0.5)  # a sweep of 1, 3.16, 10, 31.6, 100 ppm
+    assert (cut.step, cut.log_base) == (0.5, 10)
+    assert logs.clamp(1000.0) == 100.0 and logs.clamp(0.5) == 1.0
+
+
 def test_a_range_rejects_what_its_sliders_cannot_show():
     ok = dict(name="x", min=0, max=10, step=1, default=5, label="x ")
     cases = [

@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
-from clusterlab.core.controls import Range
+from clusterlab.core.controls import Choice, Range
 
 SIZE_AXIS = "message size (bytes, log scale)"
 
@@ -224,13 +224,10 @@ def link_rates_chart(
     """Bars of each link's rate; a radio button switches per-direction/both counts."""
     check_columns(rates, ["link", "scope", "per_direction_Bps", "both_directions_Bps"])
     data = rates[["link", "scope", "per_direction_Bps", "both_directions_Bps"]]
-    pick = alt.param(
-        name="count",
-        value="per direction",
-        bind=alt.binding_radio(
-            options=["per direction", "both directions"], name="count "
-        ),
-    )
+    pick = Choice(
+        "count", options=("per direction", "both directions"),
+        default="per direction", label="count ",
+    ).param()  # fmt: skip
     return (
         alt.Chart(data)
         .transform_calculate(

@@ -49,6 +49,11 @@ def _check_label(field_name: str, label) -> None:
         raise ValueError(f"{field_name}={label!r} must be a non-empty string")
 
 
+def _whole(x: float) -> bool:
+    """True when ``x`` is a whole number, up to float rounding."""
+    return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
+
+
 def _is_number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -93,8 +98,7 @@ class Range:
             )
         if not self.step > 0:
             raise ValueError(f"step={self.step!r} must be > 0 (control {self.name!r})")
-        steps = (self.max - self.min) / self.step
-        if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
+        if not _whole((self.max - self.min) / self.step):
             raise ValueError(
                 f"step={self.step!r} must divide max - min = {self.max - self.min!r}"
                 f" (control {self.name!r}), or the slider cannot reach max"
@@ -130,10 +134,15 @@ class Range:
         """``value`` moved into ``[min, max]``, as a slider shows a value beyond it.
 
         For starting values that come from data (a fitted latency, a job's
-        size): the slider starts at the nearest end instead of failing.
+        size): the slider starts at the nearest end instead of failing. The
+        value is in the live slider's scale: with ``log_base``, the ends are
+        ``base ** min`` and ``base ** max``.
         """
         if not _is_number(value):
             raise ValueError(f"value={value!r} must be a finite number ({self.name!r})")
+        if self.log_base is not None:
+            lo, hi = self.log_base**self.min, self.log_base**self.max
+            return min(max(value, lo), hi)
         return min(max(value, self.min), self.max)
 
     def up_to(self, max) -> Range:  # noqa: A002 - the field's own name
@@ -143,6 +152,37 @@ class Range:
         """
         self._check_value("max", max)
         return replace(self, max=max, default=min(self.default, max))
+
+    def within(self, lo, hi, step=None) -> Range:
+        """This spec cut to a sweep's ends, ``lo`` to ``hi`` every ``step``.
+
+        A twin over a precomputed sweep can move only between its points; cut
+        this way, every value its slider reaches is one the live slider reaches.
+
+        Args:
+            lo, hi: the sweep's first and last values, on this spec's grid
+                (``min + k * step``), ``min <= lo < hi <= max``.
+            step: the sweep's spacing (default: this spec's step), a multiple
+                of this spec's step.
+        """
+        step = self.step if step is None else step
+        for field_name, value in (("lo", lo), ("hi", hi)):
+            self._check_value(field_name, value)
+            if not _whole((value - self.min) / self.step):
+                raise ValueError(
+                    f"{field_name}={value!r} must lie on the live slider's grid "
+                    f"{self.min!r} + k * {self.step!r} (control {self.name!r})"
+                )
+        if not lo < hi:
+            raise ValueError(f"hi={hi!r} must be above lo={lo!r} ({self.name!r})")
+        if not _is_number(step) or step <= 0 or not _whole(step / self.step):
+            raise ValueError(
+                f"step={step!r} must be a multiple of {self.step!r} "
+                f"(control {self.name!r})"
+            )
+        return replace(
+            self, min=lo, max=hi, step=step, default=min(max(self.default, lo), hi)
+        )
 
     def binding(self):
         """The page's input: ``alt.binding_range(min, max, step, name=label)``."""
