@@ -29,7 +29,7 @@ LEFT = {
     "clocks/chart.py::skew_explorer_chart": (1, "the protocols in the sweep"),
     "core/diagram.py::step_param": (1, "a step index: 0 to the diagram's last step"),
     "data_parallel/chart.py::bucket_chart": (2, _FROM_SWEEP),
-    "data_parallel/chart.py::zero_memory_chart": (2, _FROM_SWEEP),
+    "data_parallel/chart.py::zero_memory_chart": (1, _FROM_SWEEP),
     "decide/chart.py::decision_chart": (1, "options are the table's workloads"),
     "experts/chart.py::ep_alltoall_chart": (2, _FROM_SWEEP),
     "interconnects/chart.py::step_time_chart": (2, _FROM_SWEEP),
@@ -40,7 +40,6 @@ LEFT = {
     "ring/chart.py::ring_timing_chart": (1, "the measured world sizes"),
     "roofline/chart.py::roofline_chart": (1, "options are the machines drawn"),
     "stragglers/chart.py::straggler_sweep_chart": (3, _FROM_SWEEP),
-    "tensor_parallel/chart.py::tp_cost_chart": (1, _FROM_SWEEP),
 }
 
 

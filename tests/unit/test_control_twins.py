@@ -66,10 +66,10 @@ def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
         widget: the live explorer.
         chart_spec: its twin's ``to_dict()``.
         pairs: ``(live description, twin parameter name)`` per shared control.
-        narrowed: twin parameters whose slider may cover only part of the live
-            one (the page carries a sweep): its ends must lie on the live
+        narrowed: twin parameters that may cover only part of the live control
+            (the page carries a sweep): a slider's ends must lie on the live
             slider's grid, inside its ends, and its step be a multiple of the
-            live step.
+            live step; a radio's options must be live options, in their order.
 
     Returns:
         One sentence per difference; empty when the two agree.
@@ -84,8 +84,15 @@ def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
         bind = params[name]["bind"]
         if bind.get("input") != "range":
             live_options = list(getattr(live, "_options_values", live.options))
-            if live_options != bind.get("options"):
-                out.append(f"{name}: live {live_options}, twin {bind.get('options')}")
+            twin_options = bind.get("options")
+            if name in narrowed:  # the twin's options, in the live order
+                kept = [o for o in live_options if o in (twin_options or [])]
+                if not twin_options or kept != twin_options:
+                    out.append(
+                        f"{name}: twin {twin_options} not among live {live_options}"
+                    )
+            elif live_options != twin_options:
+                out.append(f"{name}: live {live_options}, twin {twin_options}")
             continue
         if any(
             not isinstance(bind.get(k), int | float) for k in ("min", "max", "step")
@@ -128,6 +135,14 @@ def _collectives():
     return (
         cl.collectives.widget.busbw_explorer(2e-5, 4e8, m),
         cl.collectives.chart.busbw_model_chart(2e-5, 4e8, m),
+    )
+
+
+def _data_parallel():
+    sweep = cl.models.data_parallel.zero_memory_sweep()
+    return (
+        cl.data_parallel.widget.zero_memory_explorer(),
+        cl.data_parallel.chart.zero_memory_chart(sweep),
     )
 
 
@@ -174,6 +189,14 @@ def _interconnects():
     )
 
 
+def _tensor_parallel():
+    sweep = cl.models.tensor_parallel.tp_cost_sweep()
+    return (
+        cl.tensor_parallel.widget.tp_cost_widget(),
+        cl.tensor_parallel.chart.tp_cost_chart(sweep),
+    )
+
+
 def _pipeline():
     return (
         cl.pipeline.widget.pipeline_schedule_widget(),
@@ -217,6 +240,7 @@ EXPLORERS = {
         ],
         (),
     ),
+    "data_parallel": (_data_parallel, [("ZeRO stage", "stage")], ("stage",)),
     "economics": (
         _economics,
         [
@@ -243,6 +267,8 @@ EXPLORERS = {
         ("p", "m"),
     ),
     "precision": (_precision, [("log2 scale", "log2_scale")], ()),
+    # the page offers the sweep's models
+    "tensor_parallel": (_tensor_parallel, [("model", "tp_model")], ("tp_model",)),
 }
 
 
@@ -278,6 +304,13 @@ def test_a_planted_mismatch_is_found(built, name):
                 for m in mismatches(widget, spec, pairs, narrowed)
             )
 
+        if bind["input"] != "range":  # an option the live control lacks, or order
+            stray = _planted(chart, param, options=[*bind["options"], "stray"])
+            assert found(stray, "")
+            if len(bind["options"]) > 1:
+                turned = _planted(chart, param, options=bind["options"][::-1])
+                assert found(turned, "")
+            continue
         if param in narrowed:  # the page's slider beyond, off the grid, too fine
             assert found(_planted(chart, param, max=live.max + live.step), "twin range")
             assert found(

@@ -180,6 +180,22 @@ def test_a_choice_builds_a_radio_or_a_select_binding_with_labels():
     assert selection.param.to_dict()["bind"]["input"] == "select"
 
 
+def test_among_cuts_a_choice_to_a_sweep_in_its_own_order():
+    spec = Choice(
+        "m", options=("7B", "13B", "70B"), default="7B", label="model ",
+        labels=("small", "medium", "large"),
+    )  # fmt: skip
+    cut = spec.among(["70B", "13B", "70B"])
+    assert (cut.options, cut.labels, cut.default) == (
+        ("13B", "70B"), ("medium", "large"), "70B",
+    )  # fmt: skip
+    assert spec.among(["7B"]).default == "7B"
+    with pytest.raises(ValueError, match=r"not options: \['175B'\]"):
+        spec.among(["7B", "175B"])
+    with pytest.raises(ValueError, match=r"values=\[\] must be one or more of"):
+        spec.among([])
+
+
 def test_a_choice_rejects_what_its_controls_cannot_show():
     ok = dict(name="x", options=("a", "b"), default="a", label="x ")
     cases = [

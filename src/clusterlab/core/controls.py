@@ -300,6 +300,28 @@ class Choice:
                 f"(control {self.name!r})"
             )
 
+    def among(self, values) -> Choice:
+        """This spec cut to the options a sweep holds, in this spec's order.
+
+        A twin over a precomputed sweep offers only the cases it carries; cut
+        this way, each is an option of the live control too.
+
+        Args:
+            values: the sweep's values, each one of ``options`` (repeats allowed).
+        """
+        values = list(values)
+        strays = [v for v in dict.fromkeys(values) if v not in self.options]
+        if not values or strays:
+            raise ValueError(
+                f"values={values!r} must be one or more of {list(self.options)} "
+                f"(control {self.name!r}); not options: {strays}"
+            )
+        keep = [i for i, o in enumerate(self.options) if o in values]
+        options = tuple(self.options[i] for i in keep)
+        labels = None if self.labels is None else tuple(self.labels[i] for i in keep)
+        default = self.default if self.default in options else options[-1]
+        return replace(self, options=options, labels=labels, default=default)
+
     def binding(self):
         """The page's input: ``alt.binding_radio`` or ``alt.binding_select``."""
         import altair as alt

@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
 from clusterlab.core.units import GB
 from clusterlab.models.compute import H100_SXM
 from clusterlab.models.data_parallel import STATE_KINDS
@@ -113,6 +114,13 @@ def bucket_chart(
     )
 
 
+# The ZeRO stage, on the live widget's buttons and the page's radio (the
+# stages the sweep holds).
+ZERO_STAGE = Choice(
+    "stage", options=(0, 1, 2, 3), default=3, label="ZeRO stage ", widget_kind="toggle"
+)
+
+
 def zero_memory_chart(
     sweep: pd.DataFrame,
     gpu_bytes: float | None = None,
@@ -137,11 +145,7 @@ def zero_memory_chart(
     )
     models = list(dict.fromkeys(data["model"]))
     stages = sorted(int(s) for s in data["zero_stage"].unique())
-    stage = alt.param(
-        name="stage",
-        value=stages[-1],
-        bind=alt.binding_radio(options=stages, name="ZeRO stage "),
-    )
+    stage = ZERO_STAGE.among(stages).param(value=stages[-1])
     model = alt.param(
         name="model",
         value=models[min(1, len(models) - 1)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 
 from clusterlab.core.validate import check_float
-from clusterlab.data_parallel.chart import bucket_chart, zero_memory_chart
+from clusterlab.data_parallel.chart import ZERO_STAGE, bucket_chart, zero_memory_chart
 from clusterlab.models.data_parallel import bucket_sweep, zero_memory_sweep
 
 
@@ -31,7 +31,7 @@ def zero_memory_explorer(n_params: float = 7e9, gpu_bytes: float = 80e9):
     size = w.FloatLogSlider(
         value=n_params, base=10, min=8, max=12, step=0.05, description="parameters"
     )
-    stage = w.ToggleButtons(options=[0, 1, 2, 3], value=3, description="ZeRO stage")
+    stage = ZERO_STAGE.widget()
     verdict = w.HTML()
     out = w.Output()
 
