@@ -39,7 +39,7 @@ LEFT = {
     "ring/chart.py::allreduce_algorithms_chart": (3, _FROM_SWEEP),
     "ring/chart.py::ring_timing_chart": (1, "the measured world sizes"),
     "roofline/chart.py::roofline_chart": (1, "options are the machines drawn"),
-    "stragglers/chart.py::straggler_sweep_chart": (3, _FROM_SWEEP),
+    "stragglers/chart.py::straggler_sweep_chart": (2, _FROM_SWEEP),
 }
 
 

@@ -189,6 +189,15 @@ def _interconnects():
     )
 
 
+def _stragglers():
+    return (
+        cl.stragglers.widget.straggler_explorer(),
+        cl.stragglers.chart.straggler_sweep_chart(
+            cl.models.stragglers.step_time_sweep()
+        ),
+    )
+
+
 def _tensor_parallel():
     sweep = cl.models.tensor_parallel.tp_cost_sweep()
     return (
@@ -267,6 +276,8 @@ EXPLORERS = {
         ("p", "m"),
     ),
     "precision": (_precision, [("log2 scale", "log2_scale")], ()),
+    # the page offers the sweep's distributions (not "none")
+    "stragglers": (_stragglers, [("noise", "jitter_pick")], ("jitter_pick",)),
     # the page offers the sweep's models
     "tensor_parallel": (_tensor_parallel, [("model", "tp_model")], ("tp_model",)),
 }

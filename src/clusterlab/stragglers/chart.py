@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
+from clusterlab.models.jitter import JITTERS
 
 N_AXIS = "workers N (log scale)"
 
@@ -105,6 +107,14 @@ def straggler_scaling_chart(
     )
 
 
+# The noise's distribution, on the live widget's menu and the page's radio (the
+# distributions the sweep holds).
+JITTER = Choice(
+    "jitter_pick", options=JITTERS, default="normal",
+    label="distribution ", widget_label="noise",
+)  # fmt: skip
+
+
 def straggler_sweep_chart(
     df: pd.DataFrame,
     title: str = "Pick the noise and a slow worker: which mitigation helps?",
@@ -120,11 +130,7 @@ def straggler_sweep_chart(
     jitters = list(dict.fromkeys(df["jitter"]))
     cvs = sorted(float(c) for c in df["cv"].unique())
     slows = sorted(float(f) for f in df["slow_factor"].unique())
-    p_jitter = alt.param(
-        name="jitter_pick",
-        value=jitters[0],
-        bind=alt.binding_radio(options=jitters, name="distribution "),
-    )
+    p_jitter = JITTER.among(jitters).param(value=jitters[0])
     p_cv = alt.param(
         name="cv_pick",
         value=cvs[len(cvs) // 2],

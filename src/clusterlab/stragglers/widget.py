@@ -11,9 +11,8 @@ import html
 import pandas as pd
 
 from clusterlab.core.validate import check_int
-from clusterlab.models.jitter import JITTERS
 from clusterlab.models.stragglers import expected_step_time
-from clusterlab.stragglers.chart import straggler_scaling_chart
+from clusterlab.stragglers.chart import JITTER, straggler_scaling_chart
 from clusterlab.stragglers.sim import StragglerParams, mean_step_time, simulate
 
 N_VALUES = tuple(2**k for k in range(11))
@@ -128,7 +127,7 @@ def straggler_explorer(n_steps: int = 200, seed: int = 0):
     check_int("seed", seed, 0)
     style = {"description_width": "initial"}
     n = w.SelectionSlider(options=list(N_VALUES), value=1024, description="N")
-    jitter = w.Dropdown(options=list(JITTERS), value="normal", description="noise")
+    jitter = JITTER.widget()
     cv = w.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.01, description="cv")
     slow = w.IntSlider(value=1, min=0, max=8, description="slow workers", style=style)
     factor = w.FloatSlider(
