@@ -171,6 +171,13 @@ def _clocks():
     )
 
 
+def _experts():
+    return (
+        cl.experts.widget.ep_alltoall_widget(),
+        cl.experts.chart.ep_alltoall_chart(cl.models.moe.config_alltoall_sweep()),
+    )
+
+
 def _failures():
     m = cl.failures.sim
     grid = m.heartbeat_grid(m.HeartbeatParams(), [1.0, 2.0])
@@ -260,6 +267,8 @@ EXPLORERS = {
         ],
         (),
     ),
+    # the page offers the sweep's token counts
+    "experts": (_experts, [("tokens/rank", "moe_tokens")], ("moe_tokens",)),
     # the page moves between the grid's points
     "failures": (
         _failures,

@@ -12,6 +12,14 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
+
+# Tokens per rank, on the live widget's slider of values and the page's radio
+# (the token counts the sweep holds).
+EP_TOKENS = Choice(
+    "moe_tokens", options=(512, 1024, 2048, 4096, 8192, 16384, 32768), default=4096,
+    label="tokens per rank ", widget_label="tokens/rank", widget_kind="slider",
+)  # fmt: skip
 
 _PLACES = ["inside NVLink", "across the network"]
 
@@ -37,11 +45,7 @@ def ep_alltoall_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
         value=names[-1],
         bind=alt.binding_radio(options=names, name="model "),
     )
-    tokens = alt.param(
-        name="moe_tokens",
-        value=sizes[len(sizes) // 2],
-        bind=alt.binding_radio(options=sizes, name="tokens per rank "),
-    )
+    tokens = EP_TOKENS.among(sizes).param(value=sizes[len(sizes) // 2])
     return (
         alt.Chart(data)
         .mark_bar()
