@@ -69,6 +69,20 @@ def test_a_log_range_moves_the_exponent_in_the_page_and_the_value_live():
         spec.widget(value=0)
 
 
+def test_numpy_numbers_are_numbers():
+    import numpy as np
+
+    spec = Range("n", min=2, max=64, step=1, default=8, label="n ")
+    param = spec.param(value=np.int64(4))
+    assert type(param.param.value) is int
+    assert (
+        alt.Chart().mark_point().add_params(param).to_dict()["params"][0]["value"] == 4
+    )
+    assert spec.widget(value=np.float64(5.0)).value == 5
+    cut = spec.within(np.int64(4), np.int64(16))
+    assert cut.max == 16 and type(cut.max) is int
+
+
 def test_clamp_and_up_to():
     spec = Range("n", min=2, max=64, step=1, default=8, label="n ")
     assert (spec.clamp(1), spec.clamp(100), spec.clamp(5)) == (2, 64, 5)

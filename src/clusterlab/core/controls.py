@@ -22,6 +22,7 @@ the book's static pages never load it.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -54,8 +55,14 @@ def _whole(x: float) -> bool:
     return abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))
 
 
+def _plain(v):
+    """A NumPy scalar as the Python number it holds (a spec's JSON needs one)."""
+    return v.item() if isinstance(v, numbers.Real) and hasattr(v, "item") else v
+
+
 def _is_number(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite real number (NumPy's too), not a bool."""
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,8 @@ class Range:
             step: the sweep's spacing (default: this spec's step), a multiple
                 of this spec's step.
         """
-        step = self.step if step is None else step
+        lo, hi = _plain(lo), _plain(hi)
+        step = self.step if step is None else _plain(step)
         for field_name, value in (("lo", lo), ("hi", hi)):
             self._check_value(field_name, value)
             if not _whole((value - self.min) / self.step):
@@ -202,7 +210,7 @@ class Range:
         """
         import altair as alt
 
-        value = self.default if value is None else value
+        value = self.default if value is None else _plain(value)
         self._check_value("value", value)
         return alt.param(name=self.name, value=value, bind=self.binding(), **kwargs)
 
@@ -334,7 +342,7 @@ class Choice:
         """The twin's ``alt.param`` bound to :meth:`binding`."""
         import altair as alt
 
-        value = self.default if value is None else value
+        value = self.default if value is None else _plain(value)
         self._check_value("value", value)
         return alt.param(name=self.name, value=value, bind=self.binding(), **kwargs)
 
