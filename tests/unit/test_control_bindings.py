@@ -26,7 +26,6 @@ _FROM_SWEEP = "options or ends come from the sweep the page carries, none is typ
 
 #: ``file::function`` -> (number of calls, why they are not built by a spec)
 LEFT = {
-    "clocks/chart.py::skew_explorer_chart": (1, "the protocols in the sweep"),
     "core/diagram.py::step_param": (1, "a step index: 0 to the diagram's last step"),
     "data_parallel/chart.py::bucket_chart": (2, _FROM_SWEEP),
     "data_parallel/chart.py::zero_memory_chart": (1, _FROM_SWEEP),

@@ -2,7 +2,9 @@
 
 An explorer shows a parameter twice, as an ipywidget and as a Vega parameter of
 its static twin, both built from one spec of ``cl.core.controls``. These tests
-build both for every explorer that shares a parameter with its twin, read the
+build both for every explorer in ``EXPLORERS`` (those whose live control and
+page input share a spec; the page inputs built otherwise are listed, with
+their reasons, in ``test_control_bindings.py``), read the
 widget's ``min``/``max``/``step`` (or ``options``) and the twin's
 ``params[*].bind`` from ``chart.to_dict()``, and compare them: they hold the
 built objects to each other, not the spec to itself. A planted mismatch, on
@@ -244,8 +246,12 @@ EXPLORERS = {
     # the page moves between the sweep's points (log10 ppm, log2 s)
     "clocks": (
         _clocks,
-        [("largest drift (ppm)", "log_drift"), ("sync interval (s)", "log_interval")],
-        ("log_drift", "log_interval"),
+        [
+            ("largest drift (ppm)", "log_drift"),
+            ("sync interval (s)", "log_interval"),
+            ("protocol", "protocol"),
+        ],
+        ("log_drift", "log_interval", "protocol"),
     ),
     "collectives": (
         _collectives,
@@ -346,6 +352,10 @@ def test_a_planted_mismatch_is_found(built, name):
             assert found(chart.to_dict(), "live max")
         finally:
             live.max = old
+
+
+def test_the_clock_protocols_of_the_spec_are_the_simulation_s():
+    assert cl.clocks.chart.PROTOCOL.options == cl.clocks.sim.PROTOCOLS
 
 
 def test_a_choice_mismatch_is_found():

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
-from clusterlab.core.controls import Range
+from clusterlab.core.controls import Choice, Range
 
 SKEW_FLOOR_S = 1e-9  # a log axis cannot show zero; skews below 1 ns sit on it
 
@@ -39,6 +39,13 @@ _PROTOCOL_COLORS = {"none": "#D55E00", "ntp": "#0072B2", "ptp": "#009E73"}
 LOG10_DRIFT = Range(
     "log_drift", min=0.0, max=2.0, step=0.25, default=1.0, log_base=10,
     label="log10 of the largest drift (ppm) ", widget_label="largest drift (ppm)",
+)  # fmt: skip
+# The protocol brought forward: the live widget's buttons and the page's radio.
+# Its options are cl.clocks.sim.PROTOCOLS (a chart may not import a simulation;
+# tests/unit/test_control_twins.py holds the two equal).
+PROTOCOL = Choice(
+    "protocol", options=tuple(_PROTOCOL_COLORS), default="ntp",
+    label="protocol ", widget_kind="toggle",
 )  # fmt: skip
 LOG2_INTERVAL = Range(
     "log_interval", min=0, max=8, step=1, default=4, log_base=2,
@@ -225,9 +232,10 @@ def skew_explorer_chart(
         value=float(intervals[np.argmin(abs(intervals - math.log2(sync_interval_s)))])
     )
     pick = alt.selection_point(
+        name=PROTOCOL.name,
         fields=["protocol"],
         value=protocol,
-        bind=alt.binding_radio(options=protocols, name="protocol "),
+        bind=PROTOCOL.among(protocols).binding(),
     )
     lines = (
         alt.Chart(data)

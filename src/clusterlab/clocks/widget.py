@@ -6,8 +6,8 @@ import dataclasses
 
 import pandas as pd
 
-from clusterlab.clocks.chart import LOG2_INTERVAL, LOG10_DRIFT, skew_chart
-from clusterlab.clocks.sim import PROTOCOLS, ClockParams, simulate, skew
+from clusterlab.clocks.chart import LOG2_INTERVAL, LOG10_DRIFT, PROTOCOL, skew_chart
+from clusterlab.clocks.sim import ClockParams, simulate, skew
 
 
 def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
@@ -39,9 +39,7 @@ def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
         value=LOG2_INTERVAL.clamp(base.sync_interval_s), style=style
     )
     default = base.protocol if base.protocol != "none" else "ntp"
-    protocol = w.ToggleButtons(
-        options=list(PROTOCOLS), value=default, description="protocol", style=style
-    )
+    protocol = PROTOCOL.widget(value=default, style=style)
     status = w.HTML()
     out = w.Output()
 
