@@ -30,7 +30,6 @@ LEFT = {
     "data_parallel/chart.py::bucket_chart": (2, _FROM_SWEEP),
     "data_parallel/chart.py::zero_memory_chart": (1, _FROM_SWEEP),
     "decide/chart.py::decision_chart": (1, "options are the table's workloads"),
-    "experts/chart.py::ep_alltoall_chart": (1, "the models in the sweep"),
     "interconnects/chart.py::step_time_chart": (2, _FROM_SWEEP),
     "long_context/chart.py::cp_time_chart": (1, _FROM_SWEEP),
     "message_passing/chart.py::world_size_chart": (1, "the measured world sizes"),

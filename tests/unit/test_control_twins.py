@@ -273,8 +273,12 @@ EXPLORERS = {
         ],
         (),
     ),
-    # the page offers the sweep's token counts
-    "experts": (_experts, [("tokens/rank", "moe_tokens")], ("moe_tokens",)),
+    # the page offers the sweep's models and token counts
+    "experts": (
+        _experts,
+        [("model", "moe_model"), ("tokens/rank", "moe_tokens")],
+        ("moe_model", "moe_tokens"),
+    ),
     # the page moves between the grid's points
     "failures": (
         _failures,

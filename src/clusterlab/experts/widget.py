@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from clusterlab.core import published
 from clusterlab.core.validate import check_choice
-from clusterlab.experts.chart import EP_TOKENS, ep_alltoall_chart
+from clusterlab.experts.chart import EP_TOKENS, ep_alltoall_chart, ep_model
 from clusterlab.models.moe import config_alltoall_sweep
 
 
@@ -20,9 +19,9 @@ def ep_alltoall_widget(model: str = "DeepSeek-V3"):
     import ipywidgets as w
     from IPython.display import display
 
-    names = list(published.load("moe_configs")["model"])
-    check_choice("model", model, names)
-    menu = w.Dropdown(options=names, value=model, description="model")
+    models = ep_model()
+    check_choice("model", model, models.options)
+    menu = models.widget(value=model)
     tokens = EP_TOKENS.widget()
     domain = w.SelectionSlider(
         options=[4, 8, 16, 36, 72], value=8, description="NVLink GPUs"
