@@ -27,17 +27,15 @@ _FROM_SWEEP = "options or ends come from the sweep the page carries, none is typ
 #: ``file::function`` -> (number of calls, why they are not built by a spec)
 LEFT = {
     "core/diagram.py::step_param": (1, "a step index: 0 to the diagram's last step"),
-    "data_parallel/chart.py::bucket_chart": (2, _FROM_SWEEP),
     "data_parallel/chart.py::zero_memory_chart": (1, _FROM_SWEEP),
     "decide/chart.py::decision_chart": (1, "options are the table's workloads"),
-    "interconnects/chart.py::step_time_chart": (2, _FROM_SWEEP),
+    "interconnects/chart.py::step_time_chart": (1, "the sweep's model sizes"),
     "long_context/chart.py::cp_time_chart": (1, _FROM_SWEEP),
     "message_passing/chart.py::world_size_chart": (1, "the measured world sizes"),
     "planner/chart.py::planner_explorer": (1, "options are the swept models"),
     "ring/chart.py::allreduce_algorithms_chart": (3, _FROM_SWEEP),
     "ring/chart.py::ring_timing_chart": (1, "the measured world sizes"),
     "roofline/chart.py::roofline_chart": (1, "options are the machines drawn"),
-    "stragglers/chart.py::straggler_sweep_chart": (2, _FROM_SWEEP),
 }
 
 

@@ -61,6 +61,23 @@ def _whole(x: float) -> bool:
     return abs(x - round(x)) < 1e-9 * max(1.0, abs(x))
 
 
+def _points_off_the_slider(name, live, options) -> list[str]:
+    """The twin's radio options a live slider cannot reach (log sliders too)."""
+    base = getattr(live, "base", None)  # a FloatLogSlider moves the exponent
+    bad = []
+    for v in options:
+        if not isinstance(v, int | float) or (base is not None and v <= 0):
+            bad.append(v)
+            continue
+        x = v if base is None else math.log(v, base)
+        on_grid = _whole((x - live.min) / live.step)
+        if not (live.min - 1e-9 <= x <= live.max + 1e-9 and on_grid):
+            bad.append(v)
+    if not options or bad:
+        return [f"{name}: twin options {bad or options} off the live slider"]
+    return []
+
+
 def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
     """What differs between the live controls and the twin's sliders.
 
@@ -84,6 +101,9 @@ def mismatches(widget, chart_spec: dict, pairs, narrowed=()) -> list[str]:
             out.append(f"the twin has no slider {name!r} for {description!r}")
             continue
         bind = params[name]["bind"]
+        if bind.get("input") != "range" and not hasattr(live, "options"):
+            out += _points_off_the_slider(name, live, bind.get("options") or [])
+            continue
         if bind.get("input") != "range":
             live_options = list(getattr(live, "_options_values", live.options))
             twin_options = bind.get("options")
@@ -145,6 +165,16 @@ def _data_parallel():
     return (
         cl.data_parallel.widget.zero_memory_explorer(),
         cl.data_parallel.chart.zero_memory_chart(sweep),
+    )
+
+
+def _data_parallel_buckets():
+    args = (0.05, 4e8, 2e-5, 1e9)  # backward s, gradient bytes, α s, β B/s
+    return (
+        cl.data_parallel.widget.bucket_explorer(*args),
+        cl.data_parallel.chart.bucket_chart(
+            cl.models.data_parallel.bucket_sweep(*args)
+        ),
     )
 
 
@@ -263,6 +293,12 @@ EXPLORERS = {
         (),
     ),
     "data_parallel": (_data_parallel, [("ZeRO stage", "stage")], ("stage",)),
+    # the page's radios offer the sweep's cases of the live sliders
+    "data_parallel_buckets": (
+        _data_parallel_buckets,
+        [("ranks", "ranks"), ("backward ×", "scale")],
+        (),
+    ),
     "economics": (
         _economics,
         [
@@ -286,7 +322,11 @@ EXPLORERS = {
         ("jitter_ms", "loss_pct"),
     ),
     # the page moves between the sweep's token counts
-    "interconnects": (_interconnects, [("log2 tok/GPU", "log2_tok")], ("log2_tok",)),
+    "interconnects": (
+        _interconnects,
+        [("log2 tok/GPU", "log2_tok"), ("NICs/node", "nics")],
+        ("log2_tok",),
+    ),
     "planner": (_planner, [("GB per GPU", "gpu_mem_GB")], ()),
     # the page carries every simulated case of p <= 4 and m <= 8
     "pipeline": (
@@ -296,7 +336,11 @@ EXPLORERS = {
     ),
     "precision": (_precision, [("log2 scale", "log2_scale")], ()),
     # the page offers the sweep's distributions (not "none")
-    "stragglers": (_stragglers, [("noise", "jitter_pick")], ("jitter_pick",)),
+    "stragglers": (
+        _stragglers,
+        [("noise", "jitter_pick"), ("cv", "cv_pick"), ("× slower", "slow_pick")],
+        ("jitter_pick",),
+    ),
     # the page offers the sweep's models
     "tensor_parallel": (_tensor_parallel, [("model", "tp_model")], ("tp_model",)),
 }
@@ -334,6 +378,15 @@ def test_a_planted_mismatch_is_found(built, name):
                 for m in mismatches(widget, spec, pairs, narrowed)
             )
 
+        if bind["input"] != "range" and not hasattr(live, "options"):
+            top = (
+                live.max if getattr(live, "base", None) is None else live.base**live.max
+            )
+            for stray in (top * 2, bind["options"][0] + live.step / 3):
+                assert found(
+                    _planted(chart, param, options=[*bind["options"], stray]), ""
+                )
+            continue
         if bind["input"] != "range":  # an option the live control lacks, or order
             stray = _planted(chart, param, options=[*bind["options"], "stray"])
             assert found(stray, "")

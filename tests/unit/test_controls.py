@@ -122,6 +122,33 @@ def test_within_cuts_a_range_to_a_sweep_on_its_grid():
     assert logs.clamp(1000.0) == 100.0 and logs.clamp(0.5) == 1.0
 
 
+def test_points_give_a_radio_of_a_sweep_s_cases_of_the_live_slider():
+    cv = Range("cv", min=0.0, max=1.0, step=0.01, default=0.1, label="cv ")
+    radio = cv.points([0.4, 0.02, 0.1, 0.02])
+    assert isinstance(radio, Choice)
+    assert (radio.name, radio.options, radio.default) == ("cv", (0.02, 0.1, 0.4), 0.1)
+    assert bind_of(radio.param()) == {
+        "input": "radio", "options": [0.02, 0.1, 0.4], "name": "cv ",
+    }  # fmt: skip
+    scale = Range(
+        "scale", min=0.0, max=3.0, step=0.25, default=0.0, label="× ", log_base=10
+    )
+    assert scale.points([100.0, 1.0, 10.0]).options == (1.0, 10.0, 100.0)
+    assert scale.points([100.0, 10.0]).default == 10.0  # nearest 10 ** 0
+    for bad, message in [
+        ([0.005], r"values hold 0.005, not a point of the live slider 0.0 \+ k"),
+        ([1.5], "values hold 1.5, not a point"),
+        (["a"], "values hold 'a', not a number"),
+        ([], r"values=\[\] must hold one value or more"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            cv.points(bad)
+    with pytest.raises(ValueError, match=r"values hold 5.0, not a point.*\(log 10\)"):
+        scale.points([5.0])
+    with pytest.raises(ValueError, match="values hold 0, not a number"):
+        scale.points([0])
+
+
 def test_a_range_rejects_what_its_sliders_cannot_show():
     ok = dict(name="x", min=0, max=10, step=1, default=5, label="x ")
     cases = [

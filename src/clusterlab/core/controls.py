@@ -192,6 +192,45 @@ class Range:
             self, min=lo, max=hi, step=step, default=min(max(self.default, lo), hi)
         )
 
+    def points(self, values) -> Choice:
+        """A radio of a sweep's points of this range, for a twin that offers cases.
+
+        Where the page carries a few cases (0.02, 0.05, 0.1 ...) a radio shows
+        them better than a slider with gaps; each must be a value the live
+        slider reaches: in its range and on its grid (with ``log_base``, the
+        values themselves, whose logarithms are on the grid).
+
+        Args:
+            values: the sweep's values (repeats allowed), in the live scale.
+
+        Returns:
+            A :class:`Choice` of this spec's name and labels over the values,
+            sorted, starting at the one nearest ``default``.
+        """
+        vals = sorted(dict.fromkeys(_plain(v) for v in values))
+        if not vals:
+            raise ValueError(f"values=[] must hold one value or more ({self.name!r})")
+        for v in vals:
+            if not _is_number(v) or (self.log_base is not None and v <= 0):
+                raise ValueError(f"values hold {v!r}, not a number the slider shows")
+            x = v if self.log_base is None else math.log(v, self.log_base)
+            if not (
+                self.min - 1e-9 <= x <= self.max + 1e-9
+                and _whole((x - self.min) / self.step)
+            ):
+                raise ValueError(
+                    f"values hold {v!r}, not a point of the live slider "
+                    f"{self.min!r} + k * {self.step!r} up to {self.max!r}"
+                    + ("" if self.log_base is None else f" (log {self.log_base:g})")
+                    + f" (control {self.name!r})"
+                )
+        start = self.default if self.log_base is None else self.log_base**self.default
+        default = min(vals, key=lambda v: abs(v - start))
+        return Choice(
+            self.name, options=tuple(vals), default=default, label=self.label,
+            widget_label=self.widget_label,
+        )  # fmt: skip
+
     def binding(self):
         """The page's input: ``alt.binding_range(min, max, step, name=label)``."""
         import altair as alt

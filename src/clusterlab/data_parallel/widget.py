@@ -9,7 +9,13 @@ from __future__ import annotations
 import html
 
 from clusterlab.core.validate import check_float
-from clusterlab.data_parallel.chart import ZERO_STAGE, bucket_chart, zero_memory_chart
+from clusterlab.data_parallel.chart import (
+    BUCKET_RANKS,
+    COMPUTE_SCALE,
+    ZERO_STAGE,
+    bucket_chart,
+    zero_memory_chart,
+)
 from clusterlab.models.data_parallel import bucket_sweep, zero_memory_sweep
 
 
@@ -74,10 +80,8 @@ def bucket_explorer(
     from IPython.display import display
 
     backward_s = check_float("backward_s", backward_s, 0.0, low_inclusive=False)
-    ranks = w.IntSlider(value=4, min=2, max=64, description="ranks")
-    scale = w.FloatLogSlider(
-        value=1, base=10, min=0, max=3, step=0.25, description="backward ×"
-    )
+    ranks = BUCKET_RANKS.widget()
+    scale = COMPUTE_SCALE.widget()
     text = w.HTML()
     out = w.Output()
 

@@ -13,6 +13,11 @@ LOG2_TOKENS = Range(
     "log2_tok", min=9, max=18, step=1, default=13,
     label="log2 tokens per GPU ", widget_label="log2 tok/GPU",
 )  # fmt: skip
+# NICs per node: the live slider, and the page's radio of the sweep's counts.
+NICS = Range(
+    "nics", min=1, max=8, step=1, default=1,
+    label="NICs per node ", widget_label="NICs/node",
+)  # fmt: skip
 
 
 def step_time_chart(
@@ -50,11 +55,7 @@ def step_time_chart(
                 value=models[0],
                 bind=alt.binding_radio(options=models, name="model (B params) "),
             ),
-            alt.param(
-                name="nics",
-                value=nics[0],
-                bind=alt.binding_radio(options=nics, name="NICs per node "),
-            ),
+            NICS.points(nics).param(value=nics[0]),
             LOG2_TOKENS.within(toks[0], toks[-1]).param(value=toks[len(toks) // 2]),
         ]
         chart = chart.add_params(*params).transform_filter(
