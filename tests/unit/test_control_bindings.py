@@ -22,20 +22,42 @@ SPEC_FILE = PKG / "core" / "controls.py"
 BINDINGS = {"binding_range", "binding_select", "binding_radio", "binding_checkbox"}
 RANGE_ARGS = {"min", "max", "step", "options"}
 
-_FROM_SWEEP = "options or ends come from the sweep the page carries, none is typed"
-
 #: ``file::function`` -> (number of calls, why they are not built by a spec)
 LEFT = {
     "core/diagram.py::step_param": (1, "a step index: 0 to the diagram's last step"),
-    "data_parallel/chart.py::zero_memory_chart": (1, _FROM_SWEEP),
-    "decide/chart.py::decision_chart": (1, "options are the table's workloads"),
-    "interconnects/chart.py::step_time_chart": (1, "the sweep's model sizes"),
-    "long_context/chart.py::cp_time_chart": (1, _FROM_SWEEP),
+    "data_parallel/chart.py::zero_memory_chart": (
+        1,
+        "model sizes as labels ('7B') of the sweep; the live slider moves "
+        "log10 parameters",
+    ),
+    "decide/chart.py::decision_chart": (
+        1,
+        "the table's workloads; the live menu offers the caller's presets",
+    ),
+    "interconnects/chart.py::step_time_chart": (
+        1,
+        "the sweep's model sizes in billions; the live slider moves log10 parameters",
+    ),
+    "long_context/chart.py::cp_time_chart": (
+        1,
+        "where the ranks are joined, from the sweep; no live control has it",
+    ),
     "message_passing/chart.py::world_size_chart": (1, "the measured world sizes"),
-    "planner/chart.py::planner_explorer": (1, "options are the swept models"),
-    "ring/chart.py::allreduce_algorithms_chart": (3, _FROM_SWEEP),
+    "planner/chart.py::planner_explorer": (
+        1,
+        "the swept 'model on N GPUs' cases; the live menu picks the model alone",
+    ),
+    "ring/chart.py::allreduce_algorithms_chart": (
+        3,
+        "the sweep's α (µs), bandwidth (GB/s) and log2 sizes; the live sliders "
+        "move α in s and β in B/s, and the live widget draws this chart over "
+        "one case",
+    ),
     "ring/chart.py::ring_timing_chart": (1, "the measured world sizes"),
-    "roofline/chart.py::roofline_chart": (1, "options are the machines drawn"),
+    "roofline/chart.py::roofline_chart": (
+        1,
+        "the machines drawn; the live widget moves a peak and a bandwidth",
+    ),
 }
 
 
