@@ -73,6 +73,23 @@ def _numbers(node):
             yield float(sub.value)
 
 
+def _figure_part(value):
+    """What of a named value could be a figure: all of it, or a control's default.
+
+    A ``Range(...)`` (``cl.core.controls``) named after a price holds the ends
+    and step of a slider, which no table publishes; its ``default`` may be a
+    figure, so that is still scanned.
+    """
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "Range"
+    ):
+        parts = [k.value for k in value.keywords if k.arg == "default"]
+        return ast.Tuple(elts=parts, ctx=ast.Load())
+    return value
+
+
 def scan_source(source: str, figures: set[float]) -> list[str]:
     """Lines of ``source`` that type a published figure; see the module docstring."""
     hits = []
@@ -100,7 +117,7 @@ def scan_source(source: str, figures: set[float]) -> list[str]:
             named.append((node.arg, node.value))
     for name, value in named:
         if FIGURE_NAME.search(name):
-            for v in _numbers(value):
+            for v in _numbers(_figure_part(value)):
                 if not _is_trivial(v):
                     hits.append(f"line {value.lineno}: {name} = {v:g}")
     for node in ast.walk(tree):
@@ -145,6 +162,14 @@ def test_the_scan_catches_a_typed_rate_a_default_and_a_price(figures):
     assert any("link_Bps" in h for h in hits)
     assert any("price_per_hour" in h for h in hits)
     assert any("efficiency" in h for h in hits)
+
+
+def test_the_scan_reads_a_price_control_s_default_but_not_its_slider(figures):
+    src = (
+        "CLOUD_PRICE = Range('c', min=1.0, max=8.0, step=0.05, default=price())\n"
+        "KWH = Range('kwh', min=0.03, max=0.4, step=0.005, default=0.0825)\n"
+    )
+    assert scan_source(src, figures) == ["line 2: KWH = 0.0825"]
 
 
 def test_the_scan_leaves_counts_and_shapes_alone(figures):

@@ -5,6 +5,11 @@ from __future__ import annotations
 import altair as alt
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
+
+# One spec per explorer control: the live widget builds its slider from it
+# (WORKERS.widget()), and a static twin its Vega slider (WORKERS.param()).
+WORKERS = Range("workers", min=1, max=32, step=1, default=4, label="workers ")
 
 
 def total_chart(df) -> alt.Chart:

@@ -8,10 +8,10 @@ def total_widget(n_workers: int = 4):
     import ipywidgets as w
     from IPython.display import display
 
-    from clusterlab._topic_template.chart import total_chart
+    from clusterlab._topic_template.chart import WORKERS, total_chart
     from clusterlab._topic_template.sim import SumParams, simulate
 
-    n = w.IntSlider(value=n_workers, min=1, max=32, description="workers")
+    n = WORKERS.widget(value=n_workers)
     out = w.Output()
 
     def redraw(*_):

@@ -16,9 +16,30 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
 from clusterlab.core.units import HOUR_S
 
 INTERVAL_AXIS = "checkpoint interval (s of work, log scale)"
+
+# The goodput explorer's controls, shared by the page's sliders and the live widget.
+# The GPU count moves in powers of two: both sliders hold log2 of it.
+LOG2_GPUS = Range(
+    "log2_gpus", min=3, max=15, step=1, default=10,
+    label="log2(GPUs) ", widget_label="log2 GPUs",
+)  # fmt: skip
+GPU_MTBF_H = Range(
+    "gpu_mtbf_h", min=5_000, max=200_000, step=5_000, default=50_000,
+    label="MTBF of one GPU (h) ", widget_label="GPU MTBF (h)",
+)  # fmt: skip
+CHECKPOINT_S = Range(
+    "ckpt_s", min=5, max=600, step=5, default=60,
+    label="checkpoint cost (s) ", widget_label="checkpoint (s)",
+)  # fmt: skip
+RESTART_S = Range(
+    "restart_s", min=0, max=1800, step=30, default=300,
+    label="restart cost (s) ", widget_label="restart (s)",
+)  # fmt: skip
+GOODPUT_CONTROLS = (LOG2_GPUS, GPU_MTBF_H, CHECKPOINT_S, RESTART_S)
 
 
 def goodput_chart(
@@ -126,28 +147,10 @@ def goodput_explorer(
     checkpoint cost and the restart cost; the curve and the Young interval
     (orange rule) are Vega expressions, so the chart works with no kernel.
     """
-    gpus = alt.param(
-        name="log2_gpus",
-        value=round(math.log2(n_gpus)),
-        bind=alt.binding_range(min=3, max=15, step=1, name="log2(GPUs) "),
-    )
-    mtbf = alt.param(
-        name="gpu_mtbf_h",
-        value=gpu_mtbf_h,
-        bind=alt.binding_range(
-            min=5_000, max=200_000, step=5_000, name="MTBF of one GPU (h) "
-        ),
-    )
-    cost = alt.param(
-        name="ckpt_s",
-        value=checkpoint_cost_s,
-        bind=alt.binding_range(min=5, max=600, step=5, name="checkpoint cost (s) "),
-    )
-    restart = alt.param(
-        name="restart_s",
-        value=restart_s,
-        bind=alt.binding_range(min=0, max=1800, step=30, name="restart cost (s) "),
-    )
+    gpus = LOG2_GPUS.param(value=round(math.log2(n_gpus)))
+    mtbf = GPU_MTBF_H.param(value=gpu_mtbf_h)
+    cost = CHECKPOINT_S.param(value=checkpoint_cost_s)
+    restart = RESTART_S.param(value=restart_s)
     grid = alt.sequence(1.0, 5.0, 0.02, as_="log_tau")
     x = alt.X(
         "interval_s:Q",

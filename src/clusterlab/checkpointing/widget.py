@@ -6,7 +6,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from clusterlab.checkpointing.chart import goodput_chart
+from clusterlab.checkpointing.chart import (
+    CHECKPOINT_S,
+    GPU_MTBF_H,
+    LOG2_GPUS,
+    RESTART_S,
+    goodput_chart,
+)
 from clusterlab.checkpointing.sim import JobParams, goodput_sweep
 from clusterlab.core.units import HOUR_S
 from clusterlab.models.checkpointing import daly_interval, young_daly_interval
@@ -25,26 +31,10 @@ def goodput_widget(params: JobParams | None = None):
     from IPython.display import display
 
     p = params or JobParams()
-    gpus = w.IntSlider(
-        value=int(np.log2(p.n_parts)), min=3, max=15, description="log2 GPUs"
-    )
-    mtbf = w.IntSlider(
-        value=round(p.part_mtbf_s / HOUR_S),
-        min=5_000,
-        max=200_000,
-        step=5_000,
-        description="GPU MTBF (h)",
-    )
-    cost = w.IntSlider(
-        value=round(p.checkpoint_cost_s),
-        min=5,
-        max=600,
-        step=5,
-        description="checkpoint (s)",
-    )
-    restart = w.IntSlider(
-        value=round(p.restart_s), min=0, max=1800, step=30, description="restart (s)"
-    )
+    gpus = LOG2_GPUS.widget(value=LOG2_GPUS.clamp(int(np.log2(p.n_parts))))
+    mtbf = GPU_MTBF_H.widget(value=GPU_MTBF_H.clamp(round(p.part_mtbf_s / HOUR_S)))
+    cost = CHECKPOINT_S.widget(value=CHECKPOINT_S.clamp(round(p.checkpoint_cost_s)))
+    restart = RESTART_S.widget(value=RESTART_S.clamp(round(p.restart_s)))
     status = w.HTML()
     out = w.Output()
 

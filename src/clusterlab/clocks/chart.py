@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
 
 SKEW_FLOOR_S = 1e-9  # a log axis cannot show zero; skews below 1 ns sit on it
 
@@ -29,6 +30,27 @@ _PROTOCOL_LABELS = {"none": "none", "ntp": "NTP-like", "ptp": "PTP-like"}
 
 
 _PROTOCOL_COLORS = {"none": "#D55E00", "ntp": "#0072B2", "ptp": "#009E73"}
+
+
+# The skew explorer's drift and sync interval. Both move on a log scale: the
+# page's slider holds the exponent (log10 ppm, log2 s) and the live widget is a
+# FloatLogSlider of the value itself (ppm, s). The page's slider stops at the
+# sweep's points (Range.within), each one a value the live slider reaches.
+LOG10_DRIFT = Range(
+    "log_drift", min=0.0, max=2.0, step=0.25, default=1.0, log_base=10,
+    label="log10 of the largest drift (ppm) ", widget_label="largest drift (ppm)",
+)  # fmt: skip
+# The protocol brought forward: the live widget's buttons and the page's radio.
+# Its options are cl.clocks.sim.PROTOCOLS (a chart may not import a simulation;
+# tests/unit/test_control_twins.py holds the two equal).
+PROTOCOL = Choice(
+    "protocol", options=tuple(_PROTOCOL_COLORS), default="ntp",
+    label="protocol ", widget_kind="toggle",
+)  # fmt: skip
+LOG2_INTERVAL = Range(
+    "log_interval", min=0, max=8, step=1, default=4, log_base=2,
+    label="log2 of the sync interval (s) ", widget_label="sync interval (s)",
+)  # fmt: skip
 
 
 def _sig(values, digits: int = 3):
@@ -201,30 +223,19 @@ def skew_explorer_chart(
     )
     d_step = float(np.min(np.diff(drifts))) if len(drifts) > 1 else 1.0
     i_step = float(np.min(np.diff(intervals))) if len(intervals) > 1 else 1.0
-    ld = alt.param(
-        name="log_drift",
-        value=float(drifts[np.argmin(abs(drifts - math.log10(drift_ppm)))]),
-        bind=alt.binding_range(
-            min=float(drifts.min()),
-            max=float(drifts.max()),
-            step=round(d_step, 3),
-            name="log10 of the largest drift (ppm) ",
-        ),
-    )
-    li = alt.param(
-        name="log_interval",
-        value=float(intervals[np.argmin(abs(intervals - math.log2(sync_interval_s)))]),
-        bind=alt.binding_range(
-            min=float(intervals.min()),
-            max=float(intervals.max()),
-            step=round(i_step, 3),
-            name="log2 of the sync interval (s) ",
-        ),
+    ld = LOG10_DRIFT.within(
+        float(drifts.min()), float(drifts.max()), round(d_step, 3)
+    ).param(value=float(drifts[np.argmin(abs(drifts - math.log10(drift_ppm)))]))
+    li = LOG2_INTERVAL.within(
+        float(intervals.min()), float(intervals.max()), round(i_step, 3)
+    ).param(
+        value=float(intervals[np.argmin(abs(intervals - math.log2(sync_interval_s)))])
     )
     pick = alt.selection_point(
+        name=PROTOCOL.name,
         fields=["protocol"],
         value=protocol,
-        bind=alt.binding_radio(options=protocols, name="protocol "),
+        bind=PROTOCOL.among(protocols).binding(),
     )
     lines = (
         alt.Chart(data)

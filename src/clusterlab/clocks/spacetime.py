@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
 
 
 def _messages(events: pd.DataFrame, span, n: int, width: int, height: int):
@@ -67,15 +68,10 @@ def spacetime_chart(
     pad = 0.04 * (hi - lo or 1.0)
     lo, hi = lo - pad, hi + pad
     msgs = _messages(events, hi - lo, n, width, height)
-    mode = alt.param(
-        name="time_axis",
-        value="true",
-        bind=alt.binding_radio(
-            options=["true", "wall"],
-            labels=["true time", "each process's own clock"],
-            name="time axis ",
-        ),
-    )
+    mode = Choice(
+        "time_axis", options=("true", "wall"), default="true",
+        labels=("true time", "each process's own clock"), label="time axis ",
+    ).param()  # fmt: skip
     x_scale = alt.Scale(domain=[lo, hi], nice=False, zero=False)
     y_scale = alt.Scale(domain=[-0.5, n - 0.5], reverse=True, zero=False)
     x_title = "time (ms): true time, or each process's wall clock"

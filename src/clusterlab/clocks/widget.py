@@ -6,8 +6,8 @@ import dataclasses
 
 import pandas as pd
 
-from clusterlab.clocks.chart import skew_chart
-from clusterlab.clocks.sim import PROTOCOLS, ClockParams, simulate, skew
+from clusterlab.clocks.chart import LOG2_INTERVAL, LOG10_DRIFT, PROTOCOL, skew_chart
+from clusterlab.clocks.sim import ClockParams, simulate, skew
 
 
 def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
@@ -32,28 +32,14 @@ def clock_skew_explorer(base: ClockParams | None = None, *, seed: int = 0):
     if not isinstance(base, ClockParams):
         raise ValueError(f"base={base!r} must be a ClockParams")
     style = {"description_width": "initial"}
-    drift = w.FloatLogSlider(
-        value=base.max_drift_ppm or 10.0,
-        base=10,
-        min=0,
-        max=2,
-        step=0.25,
-        description="largest drift (ppm)",
-        style=style,
+    drift = LOG10_DRIFT.widget(
+        value=LOG10_DRIFT.clamp(base.max_drift_ppm or 10.0), style=style
     )
-    interval = w.FloatLogSlider(
-        value=base.sync_interval_s,
-        base=2,
-        min=0,
-        max=8,
-        step=1,
-        description="sync interval (s)",
-        style=style,
+    interval = LOG2_INTERVAL.widget(
+        value=LOG2_INTERVAL.clamp(base.sync_interval_s), style=style
     )
     default = base.protocol if base.protocol != "none" else "ntp"
-    protocol = w.ToggleButtons(
-        options=list(PROTOCOLS), value=default, description="protocol", style=style
-    )
+    protocol = PROTOCOL.widget(value=default, style=style)
     status = w.HTML()
     out = w.Output()
 

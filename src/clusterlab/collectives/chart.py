@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
 
 SIZE_AXIS = "message size (bytes, log scale)"
 
@@ -133,6 +134,19 @@ def busbw_size_chart(
     )
 
 
+# The busbw model's controls, in the page (busbw_model_chart) and in the live
+# widget (cl.collectives.widget.busbw_explorer). α and β move by their log10:
+# a fitted value starts each slider, so the defaults only fill a gap.
+WORLD_SIZE = Range("n", min=2, max=64, step=1, default=2, label="world size n ")
+LOG10_ALPHA = Range(
+    "log_a", min=-7.0, max=-2.0, step=0.05, default=-4.0, label="log10 α (s) "
+)
+LOG10_BETA = Range(
+    "log_b", min=8.0, max=12.0, step=0.05, default=10.0, label="log10 β (B/s) "
+)
+BUSBW_CONTROLS = (WORLD_SIZE, LOG10_ALPHA, LOG10_BETA)
+
+
 def busbw_model_chart(
     alpha_s: float,
     beta_Bps: float,
@@ -146,16 +160,14 @@ def busbw_model_chart(
     ``t = 2(n−1)·α + 2(n−1)/n · S/β`` and ``busbw = 2(n−1)/n · S / t``. With
     ``interactive`` the world size, α and β are sliders in the page.
     """
-    n_bind = alt.binding_range(min=2, max=64, step=1, name="world size n ")
-    a_bind = alt.binding_range(min=-7, max=-2, step=0.05, name="log10 α (s) ")
-    b_bind = alt.binding_range(min=8, max=12, step=0.05, name="log10 β (B/s) ")
 
-    def bound(bind):  # a fixed value for the live widget, a control in the page
-        return {"bind": bind} if interactive else {}
+    def bound(spec, value):  # a fixed value for the live widget, a control in the page
+        bind = {"bind": spec.binding()} if interactive else {}
+        return alt.param(name=spec.name, value=value, **bind)
 
-    n = alt.param(name="n", value=world_size, **bound(n_bind))
-    la = alt.param(name="log_a", value=round(math.log10(alpha_s), 2), **bound(a_bind))
-    lb = alt.param(name="log_b", value=round(math.log10(beta_Bps), 2), **bound(b_bind))
+    n = bound(WORLD_SIZE, world_size)
+    la = bound(LOG10_ALPHA, round(math.log10(alpha_s), 2))
+    lb = bound(LOG10_BETA, round(math.log10(beta_Bps), 2))
     x = alt.X(
         "size_bytes:Q", scale=alt.Scale(type="log", domain=[16, 2**34]), title=SIZE_AXIS
     )
@@ -212,13 +224,10 @@ def link_rates_chart(
     """Bars of each link's rate; a radio button switches per-direction/both counts."""
     check_columns(rates, ["link", "scope", "per_direction_Bps", "both_directions_Bps"])
     data = rates[["link", "scope", "per_direction_Bps", "both_directions_Bps"]]
-    pick = alt.param(
-        name="count",
-        value="per direction",
-        bind=alt.binding_radio(
-            options=["per direction", "both directions"], name="count "
-        ),
-    )
+    pick = Choice(
+        "count", options=("per direction", "both directions"),
+        default="per direction", label="count ",
+    ).param()  # fmt: skip
     return (
         alt.Chart(data)
         .transform_calculate(

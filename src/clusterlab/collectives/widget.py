@@ -11,17 +11,18 @@ import math
 
 import pandas as pd
 
-from clusterlab.collectives.chart import busbw_model_chart
+from clusterlab.collectives.chart import (
+    LOG10_ALPHA,
+    LOG10_BETA,
+    WORLD_SIZE,
+    busbw_model_chart,
+)
 from clusterlab.core.validate import check_float
 
 
-def _log_slider(w, value, lo, hi, description):
-    return w.FloatSlider(
-        value=round(math.log10(value), 2),
-        min=lo,
-        max=hi,
-        step=0.05,
-        description=description,
+def _log_slider(spec, value):
+    return spec.widget(
+        value=spec.clamp(round(math.log10(value), 2)),
         continuous_update=False,
         style={"description_width": "initial"},
     )
@@ -43,9 +44,9 @@ def busbw_explorer(alpha_s: float, beta_Bps: float, measured: pd.DataFrame):
 
     check_float("alpha_s", alpha_s, 0.0, low_inclusive=False)
     check_float("beta_Bps", beta_Bps, 0.0, low_inclusive=False)
-    n = w.IntSlider(value=2, min=2, max=64, description="world size n")
-    log_a = _log_slider(w, alpha_s, -7, -2, "log10 α (s)")
-    log_b = _log_slider(w, beta_Bps, 8, 12, "log10 β (B/s)")
+    n = WORLD_SIZE.widget()
+    log_a = _log_slider(LOG10_ALPHA, alpha_s)
+    log_b = _log_slider(LOG10_BETA, beta_Bps)
     out = w.Output()
 
     def update(*_):

@@ -14,6 +14,8 @@ Reached as ``cl.core.<file>.<name>``; each file loads on first use.
   columns it draws.
 - ``checks``: What every self-check shares: the verdict lines, the time limit, and the
   record.
+- ``controls``: One spec per explorer control: it builds the live slider and the
+  page's slider.
 - ``diagram``: The two pictures every diagram is made of: boxes with links, and lanes.
 - ``env``: The lab environment: sizes (SMOKE or FULL), seeds, and what this machine has.
 - ``launcher``: Start a real process group from a notebook and bring each rank's result

@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
 from clusterlab.core.units import GB
 from clusterlab.models.compute import H100_SXM
 from clusterlab.models.data_parallel import STATE_KINDS
@@ -54,6 +55,15 @@ def dp_step_chart(
     )
 
 
+# Ranks and the backward pass's scale: the live widget's sliders, and the page's
+# radios over the sweep's cases (Range.points). The scale moves by its log10.
+BUCKET_RANKS = Range("ranks", min=2, max=64, step=1, default=4, label="ranks ")
+COMPUTE_SCALE = Range(
+    "scale", min=0.0, max=3.0, step=0.25, default=0.0, log_base=10,
+    label="backward pass × ", widget_label="backward ×",
+)  # fmt: skip
+
+
 def bucket_chart(
     sweep: pd.DataFrame,
     title: str = "How many buckets? Backward pass plus the all-reduces it cannot hide",
@@ -72,20 +82,12 @@ def bucket_chart(
     data = sweep.assign(done_ms=sweep["done_s"] * 1e3, bwd_ms=sweep["backward_s"] * 1e3)
     sizes = sorted(int(v) for v in data["world_size"].unique())
     scales = sorted(float(v) for v in data["compute_scale"].unique())
-    ranks = alt.param(
-        name="ranks",
-        value=sizes[min(1, len(sizes) - 1)],
-        bind=alt.binding_radio(options=sizes, name="ranks "),
-    )
-    scale = alt.param(
-        name="scale",
-        value=scales[0],
-        bind=alt.binding_radio(options=scales, name="backward pass × "),
-    )
     x = alt.X("buckets:Q", scale=alt.Scale(type="log", base=2), title="buckets")
     y_title = "time until gradients are averaged (ms, log scale)"
     base = alt.Chart(data)
-    if controls:
+    if controls:  # the sweep's cases, each one the live sliders reach
+        ranks = BUCKET_RANKS.points(sizes).param(value=sizes[min(1, len(sizes) - 1)])
+        scale = COMPUTE_SCALE.points(scales).param(value=scales[0])
         base = base.transform_filter(
             (alt.datum.world_size == ranks) & (alt.datum.compute_scale == scale)
         )
@@ -113,6 +115,13 @@ def bucket_chart(
     )
 
 
+# The ZeRO stage, on the live widget's buttons and the page's radio (the
+# stages the sweep holds).
+ZERO_STAGE = Choice(
+    "stage", options=(0, 1, 2, 3), default=3, label="ZeRO stage ", widget_kind="toggle"
+)
+
+
 def zero_memory_chart(
     sweep: pd.DataFrame,
     gpu_bytes: float | None = None,
@@ -137,11 +146,7 @@ def zero_memory_chart(
     )
     models = list(dict.fromkeys(data["model"]))
     stages = sorted(int(s) for s in data["zero_stage"].unique())
-    stage = alt.param(
-        name="stage",
-        value=stages[-1],
-        bind=alt.binding_radio(options=stages, name="ZeRO stage "),
-    )
+    stage = ZERO_STAGE.among(stages).param(value=stages[-1])
     model = alt.param(
         name="model",
         value=models[min(1, len(models) - 1)],

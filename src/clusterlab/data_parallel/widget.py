@@ -9,7 +9,13 @@ from __future__ import annotations
 import html
 
 from clusterlab.core.validate import check_float
-from clusterlab.data_parallel.chart import bucket_chart, zero_memory_chart
+from clusterlab.data_parallel.chart import (
+    BUCKET_RANKS,
+    COMPUTE_SCALE,
+    ZERO_STAGE,
+    bucket_chart,
+    zero_memory_chart,
+)
 from clusterlab.models.data_parallel import bucket_sweep, zero_memory_sweep
 
 
@@ -31,7 +37,7 @@ def zero_memory_explorer(n_params: float = 7e9, gpu_bytes: float = 80e9):
     size = w.FloatLogSlider(
         value=n_params, base=10, min=8, max=12, step=0.05, description="parameters"
     )
-    stage = w.ToggleButtons(options=[0, 1, 2, 3], value=3, description="ZeRO stage")
+    stage = ZERO_STAGE.widget()
     verdict = w.HTML()
     out = w.Output()
 
@@ -74,10 +80,8 @@ def bucket_explorer(
     from IPython.display import display
 
     backward_s = check_float("backward_s", backward_s, 0.0, low_inclusive=False)
-    ranks = w.IntSlider(value=4, min=2, max=64, description="ranks")
-    scale = w.FloatLogSlider(
-        value=1, base=10, min=0, max=3, step=0.25, description="backward ×"
-    )
+    ranks = BUCKET_RANKS.widget()
+    scale = COMPUTE_SCALE.widget()
     text = w.HTML()
     out = w.Output()
 

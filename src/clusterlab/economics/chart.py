@@ -11,12 +11,45 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
-from clusterlab.models.economics import HOURS_PER_YEAR
+from clusterlab.core.controls import Range
+from clusterlab.models.economics import DEFAULTS, HOURS_PER_YEAR, cloud_price
 
 COST_AXIS = "cost per useful GPU-hour ($)"
 
 
 UTIL_AXIS = "utilisation (fraction of hours with useful work)"
+
+
+# The inputs both explorers put on sliders: the page's (breakeven_explorer) and
+# the live widget's (cl.economics.widget.economics_explorer). Floats throughout:
+# the live sliders are FloatSliders.
+CLOUD_PRICE = Range(
+    "cloud_price", min=1.0, max=8.0, step=0.05, default=round(cloud_price(), 2),
+    label="cloud $/GPU-hour ", widget_label="cloud $/GPU-h",
+)  # fmt: skip
+CAPEX_PER_GPU = Range(
+    "capex", min=10_000.0, max=60_000.0, step=500.0,
+    default=round(DEFAULTS["capex_per_gpu"], -2),
+    label="server $ per GPU ", widget_label="server $/GPU",
+)  # fmt: skip
+LIFETIME_YEARS = Range(
+    "life", min=2.0, max=7.0, step=0.5, default=float(DEFAULTS["lifetime_years"]),
+    label="lifetime (years) ",
+)  # fmt: skip
+PRICE_PER_KWH = Range(
+    "kwh", min=0.03, max=0.40, step=0.005, default=DEFAULTS["price_per_kwh"],
+    label="$ per kWh ",
+)  # fmt: skip
+BREAKEVEN_CONTROLS = (CLOUD_PRICE, CAPEX_PER_GPU, LIFETIME_YEARS, PRICE_PER_KWH)
+
+
+def _start(spec: Range, value: float):
+    """``spec``'s page parameter starting at ``value``, a figure of the inputs.
+
+    The value is kept as given, even beyond the slider's ends: the curve the
+    page first draws is the one of the inputs.
+    """
+    return alt.param(name=spec.name, value=value, bind=spec.binding())
 
 
 EXPLORER_COLUMNS = [
@@ -47,28 +80,10 @@ def breakeven_explorer(
     """
     check_columns(inputs, EXPLORER_COLUMNS, "inputs")
     r = inputs.iloc[0]
-    cloud = alt.param(
-        name="cloud_price",
-        value=round(float(r["cloud_price"]), 2),
-        bind=alt.binding_range(min=1, max=8, step=0.05, name="cloud $/GPU-hour "),
-    )
-    capex = alt.param(
-        name="capex",
-        value=round(float(r["capex"]), -2),
-        bind=alt.binding_range(
-            min=10_000, max=60_000, step=500, name="server $ per GPU "
-        ),
-    )
-    life = alt.param(
-        name="life",
-        value=float(r["lifetime_years"]),
-        bind=alt.binding_range(min=2, max=7, step=0.5, name="lifetime (years) "),
-    )
-    electricity = alt.param(
-        name="kwh",
-        value=round(float(r["price_per_kwh"]), 3),
-        bind=alt.binding_range(min=0.03, max=0.40, step=0.005, name="$ per kWh "),
-    )
+    cloud = _start(CLOUD_PRICE, round(float(r["cloud_price"]), 2))
+    capex = _start(CAPEX_PER_GPU, round(float(r["capex"]), -2))
+    life = _start(LIFETIME_YEARS, float(r["lifetime_years"]))
+    electricity = _start(PRICE_PER_KWH, round(float(r["price_per_kwh"]), 3))
     it = f"(capex + {r['other_capex']})"
     fixed = (
         f"({it} / (life * {HOURS_PER_YEAR}) + {it} * {r['ops_fraction']} / "

@@ -7,10 +7,15 @@ import html
 import numpy as np
 import pandas as pd
 
-from clusterlab.economics.chart import useful_hour_curve
+from clusterlab.economics.chart import (
+    CAPEX_PER_GPU,
+    CLOUD_PRICE,
+    LIFETIME_YEARS,
+    PRICE_PER_KWH,
+    useful_hour_curve,
+)
 from clusterlab.models.breakeven import useful_hour_table
 from clusterlab.models.economics import (
-    DEFAULTS,
     breakeven_utilization,
     cloud_price,
     useful_hour_cost,
@@ -34,33 +39,13 @@ def economics_explorer(start_price: float | None = None):
     start = cloud_price() if start_price is None else float(start_price)
     style = {"description_width": "150px"}
     sliders = {
-        "cloud_price": w.FloatSlider(
-            value=start, min=1, max=8, step=0.05, description="cloud $/GPU-h"
-        ),
+        "cloud_price": CLOUD_PRICE.widget(value=CLOUD_PRICE.clamp(start)),
         "utilization": w.FloatSlider(
             value=0.6, min=0.05, max=1, step=0.05, description="utilisation"
         ),
-        "capex_per_gpu": w.FloatSlider(
-            value=round(DEFAULTS["capex_per_gpu"], -2),
-            min=10_000,
-            max=60_000,
-            step=500,
-            description="server $/GPU",
-        ),
-        "lifetime_years": w.FloatSlider(
-            value=DEFAULTS["lifetime_years"],
-            min=2,
-            max=7,
-            step=0.5,
-            description="lifetime (years)",
-        ),
-        "price_per_kwh": w.FloatSlider(
-            value=DEFAULTS["price_per_kwh"],
-            min=0.03,
-            max=0.4,
-            step=0.005,
-            description="$ per kWh",
-        ),
+        "capex_per_gpu": CAPEX_PER_GPU.widget(),
+        "lifetime_years": LIFETIME_YEARS.widget(),
+        "price_per_kwh": PRICE_PER_KWH.widget(),
     }
     for s in sliders.values():
         s.style = style

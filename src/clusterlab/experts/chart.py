@@ -8,10 +8,33 @@ sampled busiest expert against the order statistic) and
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 import pandas as pd
 
+from clusterlab.core import published
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
+
+
+@functools.cache
+def ep_model() -> Choice:
+    """The model: the live widget's menu and the page's radio (the sweep's models).
+
+    Its options are the ``model`` rows of ``data/moe_configs.csv``, read on
+    first use.
+    """
+    names = tuple(published.load("moe_configs")["model"])
+    return Choice("moe_model", options=names, default=names[-1], label="model ")
+
+
+# Tokens per rank, on the live widget's slider of values and the page's radio
+# (the token counts the sweep holds).
+EP_TOKENS = Choice(
+    "moe_tokens", options=(512, 1024, 2048, 4096, 8192, 16384, 32768), default=4096,
+    label="tokens per rank ", widget_label="tokens/rank", widget_kind="slider",
+)  # fmt: skip
 
 _PLACES = ["inside NVLink", "across the network"]
 
@@ -32,16 +55,8 @@ def ep_alltoall_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
     data = df[need]
     names = list(dict.fromkeys(data["model"]))
     sizes = sorted(set(int(t) for t in data["tokens_per_rank"]))
-    model = alt.param(
-        name="moe_model",
-        value=names[-1],
-        bind=alt.binding_radio(options=names, name="model "),
-    )
-    tokens = alt.param(
-        name="moe_tokens",
-        value=sizes[len(sizes) // 2],
-        bind=alt.binding_radio(options=sizes, name="tokens per rank "),
-    )
+    model = ep_model().among(names).param(value=names[-1])
+    tokens = EP_TOKENS.among(sizes).param(value=sizes[len(sizes) // 2])
     return (
         alt.Chart(data)
         .mark_bar()

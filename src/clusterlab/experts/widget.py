@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from clusterlab.core import published
 from clusterlab.core.validate import check_choice
-from clusterlab.experts.chart import ep_alltoall_chart
+from clusterlab.experts.chart import EP_TOKENS, ep_alltoall_chart, ep_model
 from clusterlab.models.moe import config_alltoall_sweep
-
-_TOKENS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 
 
 def ep_alltoall_widget(model: str = "DeepSeek-V3"):
@@ -22,12 +19,10 @@ def ep_alltoall_widget(model: str = "DeepSeek-V3"):
     import ipywidgets as w
     from IPython.display import display
 
-    names = list(published.load("moe_configs")["model"])
-    check_choice("model", model, names)
-    menu = w.Dropdown(options=names, value=model, description="model")
-    tokens = w.SelectionSlider(
-        options=list(_TOKENS), value=4096, description="tokens/rank"
-    )
+    models = ep_model()
+    check_choice("model", model, models.options)
+    menu = models.widget(value=model)
+    tokens = EP_TOKENS.widget()
     domain = w.SelectionSlider(
         options=[4, 8, 16, 36, 72], value=8, description="NVLink GPUs"
     )

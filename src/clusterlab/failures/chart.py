@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
 from clusterlab.core.units import HOUR_S
 
 TIMEOUT_AXIS = "detector timeout (s)"
@@ -117,6 +118,18 @@ def heartbeat_chart(
     )
 
 
+# Jitter and loss, on the live widget's sliders and the page's; the page's stop
+# at the precomputed grid's points (Range.within).
+JITTER_MS = Range(
+    "jitter_ms", min=0, max=500, step=10, default=100,
+    label="mean jitter (ms) ", widget_label="jitter (ms)",
+)  # fmt: skip
+LOSS_PCT = Range(
+    "loss_pct", min=0.0, max=20.0, step=0.5, default=1.0,
+    label="heartbeats lost (%) ", widget_label="loss (%)",
+)  # fmt: skip
+
+
 def heartbeat_explorer(
     grid: pd.DataFrame,
     title: str = "Move the sliders: jitter and loss against the timeout",
@@ -125,7 +138,8 @@ def heartbeat_explorer(
 
     Args:
         grid: ``heartbeat_sweep`` rows with extra integer columns ``jitter_ms``
-            and ``loss_pct`` (the slider values; integers match exactly).
+            and ``loss_pct`` (the slider values; integers match exactly), each
+            with two values or more, evenly spaced on the live sliders' grids.
     """
     check_columns(grid, ["jitter_ms", "loss_pct", "timeout_s"])
     jit = sorted(int(v) for v in grid["jitter_ms"].unique())
@@ -135,20 +149,8 @@ def heartbeat_explorer(
         gaps = {b - a for a, b in zip(values, values[1:], strict=False)}
         return min(gaps) if gaps else 1
 
-    j = alt.param(
-        name="jitter_ms",
-        value=jit[len(jit) // 2],
-        bind=alt.binding_range(
-            min=jit[0], max=jit[-1], step=step(jit), name="mean jitter (ms) "
-        ),
-    )
-    p = alt.param(
-        name="loss_pct",
-        value=loss[len(loss) // 2],
-        bind=alt.binding_range(
-            min=loss[0], max=loss[-1], step=step(loss), name="heartbeats lost (%) "
-        ),
-    )
+    j = JITTER_MS.within(jit[0], jit[-1], step(jit)).param(value=jit[len(jit) // 2])
+    p = LOSS_PCT.within(loss[0], loss[-1], step(loss)).param(value=loss[len(loss) // 2])
     base = alt.Chart(_per_hour(grid)).transform_filter(
         "datum.jitter_ms == jitter_ms && datum.loss_pct == loss_pct"
     )

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from clusterlab.failures.chart import heartbeat_chart
+from clusterlab.failures.chart import JITTER_MS, LOSS_PCT, heartbeat_chart
 from clusterlab.failures.sim import HeartbeatParams, heartbeat_sweep
 
 
@@ -27,16 +27,8 @@ def heartbeat_widget(params: HeartbeatParams | None = None, timeouts_s=None):
 
     p = params or HeartbeatParams()
     timeouts = np.arange(1.0, 4.01, 0.25) if timeouts_s is None else timeouts_s
-    jitter = w.IntSlider(
-        value=round(p.jitter_s * 1e3),
-        min=0,
-        max=500,
-        step=10,
-        description="jitter (ms)",
-    )
-    loss = w.FloatSlider(
-        value=p.loss * 100, min=0, max=20, step=0.5, description="loss (%)"
-    )
+    jitter = JITTER_MS.widget(value=JITTER_MS.clamp(round(p.jitter_s * 1e3)))
+    loss = LOSS_PCT.widget(value=LOSS_PCT.clamp(p.loss * 100))
     interval = w.FloatSlider(
         value=p.interval_s, min=0.2, max=2.0, step=0.1, description="interval (s)"
     )

@@ -5,6 +5,19 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
+
+# Tokens per GPU by their log2, on the live calculator's slider and the page's;
+# the page's stops at the sweep's ends (Range.within).
+LOG2_TOKENS = Range(
+    "log2_tok", min=9, max=18, step=1, default=13,
+    label="log2 tokens per GPU ", widget_label="log2 tok/GPU",
+)  # fmt: skip
+# NICs per node: the live slider, and the page's radio of the sweep's counts.
+NICS = Range(
+    "nics", min=1, max=8, step=1, default=1,
+    label="NICs per node ", widget_label="NICs/node",
+)  # fmt: skip
 
 
 def step_time_chart(
@@ -18,8 +31,8 @@ def step_time_chart(
     Args:
         df: ``interconnect_sweep`` output.
         controls: add radios (model size, NICs per node) and a slider (log2
-            tokens per GPU) that filter ``df``; without them ``df`` must hold one
-            case per link.
+            tokens per GPU, at least two token counts in 2**9..2**18) that
+            filter ``df``; without them ``df`` must hold one case per link.
     """
     cols = ["link", "n_params", "tokens_per_gpu", "nics_per_node"]
     check_columns(df, [*cols, "compute_s", "exposed_s", "step_s"])
@@ -42,18 +55,8 @@ def step_time_chart(
                 value=models[0],
                 bind=alt.binding_radio(options=models, name="model (B params) "),
             ),
-            alt.param(
-                name="nics",
-                value=nics[0],
-                bind=alt.binding_radio(options=nics, name="NICs per node "),
-            ),
-            alt.param(
-                name="log2_tok",
-                value=toks[len(toks) // 2],
-                bind=alt.binding_range(
-                    min=toks[0], max=toks[-1], step=1, name="log2 tokens per GPU "
-                ),
-            ),
+            NICS.points(nics).param(value=nics[0]),
+            LOG2_TOKENS.within(toks[0], toks[-1]).param(value=toks[len(toks) // 2]),
         ]
         chart = chart.add_params(*params).transform_filter(
             "datum.params_B == model_B && datum.nics_per_node == nics "

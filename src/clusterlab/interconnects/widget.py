@@ -2,7 +2,7 @@
 
 import html
 
-from clusterlab.interconnects.chart import step_time_chart
+from clusterlab.interconnects.chart import LOG2_TOKENS, NICS, step_time_chart
 from clusterlab.models.interconnects import cluster_allreduce_time, interconnect_sweep
 from clusterlab.models.links import link
 from clusterlab.ring.widget import _output_with
@@ -23,8 +23,8 @@ def interconnect_calculator(nodes: int = 16, gpus_per_node: int = 8):
         value=7e9, base=10, min=8, max=12, step=0.05, description="params"
     )
     n_nodes = w.IntSlider(value=nodes, min=1, max=256, description="nodes")
-    nics = w.IntSlider(value=1, min=1, max=8, description="NICs/node")
-    tokens = w.IntSlider(value=13, min=9, max=18, description="log2 tok/GPU")
+    nics = NICS.widget()
+    tokens = LOG2_TOKENS.widget()
     overlap = w.FloatSlider(
         value=0.0, min=0.0, max=1.0, step=0.05, description="overlap"
     )

@@ -16,6 +16,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
 from clusterlab.models.messages import alpha_beta_curve
 
 SIZE_AXIS = "message size (bytes, log scale)"
@@ -130,6 +131,18 @@ def bandwidth_chart(
     )
 
 
+# The page's sliders of alpha_beta_explorer (no live widget shares them); a
+# fit starts them, so the defaults only fill a gap.
+LOG10_ALPHA = Range(
+    "log_alpha", min=-7.0, max=-1.0, step=0.05, default=-4.0,
+    label="log10 α (α in s) ",
+)  # fmt: skip
+LOG10_BETA = Range(
+    "log_beta", min=6.0, max=12.0, step=0.05, default=9.0,
+    label="log10 β (β in bytes/s) ",
+)  # fmt: skip
+
+
 def alpha_beta_explorer(
     df: pd.DataFrame,
     alpha_s: float,
@@ -145,17 +158,12 @@ def alpha_beta_explorer(
     lo, hi = float(df["size_bytes"].min()), float(df["size_bytes"].max())
     log_a = math.log10(max(alpha_s, 1e-7))
     log_b = math.log10(beta_Bps) if math.isfinite(beta_Bps) else 12.0
+    # a fitted value starts its slider as it is, even beyond the slider's ends
     a = alt.param(
-        name="log_alpha",
-        value=round(log_a, 2),
-        bind=alt.binding_range(min=-7, max=-1, step=0.05, name="log10 α (α in s) "),
+        name=LOG10_ALPHA.name, value=round(log_a, 2), bind=LOG10_ALPHA.binding()
     )
     b = alt.param(
-        name="log_beta",
-        value=round(log_b, 2),
-        bind=alt.binding_range(
-            min=6, max=12, step=0.05, name="log10 β (β in bytes/s) "
-        ),
+        name=LOG10_BETA.name, value=round(log_b, 2), bind=LOG10_BETA.binding()
     )
     t_lo, t_hi = float(df["time_s"].min()) / 10, float(df["time_s"].max()) * 10
     x = alt.X(

@@ -14,6 +14,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
 from clusterlab.models.pipeline_sweeps import (
     PIPELINE_EXPLORER_SCHEDULES,
     schedule_sweep,
@@ -42,6 +43,12 @@ _WAIT_LEGEND = alt.Legend(
 
 
 _STAGE_AXIS = "pipeline stage (rank)"
+
+
+# p and m, on the live widget's sliders and the page's. The page carries every
+# simulated case, so its sliders stop at the sweep's ends (``Range.up_to``).
+PIPELINE_STAGES = Range("p", min=2, max=8, step=1, default=4, label="stages p ")
+MICROBATCHES = Range("m", min=1, max=32, step=1, default=8, label="micro-batches m ")
 
 
 def pipeline_gantt(
@@ -227,21 +234,9 @@ def pipeline_schedule_explorer(
     max_p, max_m = int(max_stages), int(max_microbatches)
     cases, notes = _compact(max_p, max_m)
     labels = list(PIPELINE_EXPLORER_SCHEDULES)
-    sched = alt.param(
-        name="sched",
-        value="1F1B",
-        bind=alt.binding_radio(options=labels, name="schedule "),
-    )
-    p = alt.param(
-        name="p",
-        value=4,
-        bind=alt.binding_range(min=2, max=max_p, step=1, name="stages p "),
-    )
-    m = alt.param(
-        name="m",
-        value=min(8, max_m),
-        bind=alt.binding_range(min=1, max=max_m, step=1, name="micro-batches m "),
-    )
+    sched = Choice("sched", options=labels, default="1F1B", label="schedule ").param()
+    p = PIPELINE_STAGES.up_to(max_p).param()
+    m = MICROBATCHES.up_to(max_m).param()
     pick = "datum.k == sched + '|' + p + '|' + m"
     ops = (
         alt.Chart(_inline(cases))

@@ -10,7 +10,7 @@ from clusterlab.models.pipeline import (
     simulate_schedule,
     simulated_bubble,
 )
-from clusterlab.pipeline.chart import pipeline_gantt
+from clusterlab.pipeline.chart import MICROBATCHES, PIPELINE_STAGES, pipeline_gantt
 
 
 def pipeline_schedule_widget(
@@ -30,12 +30,12 @@ def pipeline_schedule_widget(
     import ipywidgets as w
     from IPython.display import display
 
-    check_int("stages", stages, 2, 8)
-    check_int("microbatches", microbatches, 1, 32)
+    check_int("stages", stages, PIPELINE_STAGES.min, PIPELINE_STAGES.max)
+    check_int("microbatches", microbatches, MICROBATCHES.min, MICROBATCHES.max)
     check_choice("schedule", schedule, PIPELINE_SCHEDULES)
     check_int("interleave", interleave, 1, 4)
-    p = w.IntSlider(value=stages, min=2, max=8, description="stages p")
-    m = w.IntSlider(value=microbatches, min=1, max=32, description="micro-batches m")
+    p = PIPELINE_STAGES.widget(value=stages)
+    m = MICROBATCHES.widget(value=microbatches)
     v = w.IntSlider(value=interleave, min=1, max=4, description="chunks v")
     sched = w.Dropdown(options=list(PIPELINE_SCHEDULES), value=schedule)
     sched.description = "schedule"

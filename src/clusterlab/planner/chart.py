@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
 from clusterlab.core.units import GB
 from clusterlab.models.compute import H100_SXM
 from clusterlab.models.memory import USABLE_MEMORY_FRACTION
@@ -21,6 +22,13 @@ MEM_AXIS = "memory per GPU (GB, log scale)"
 
 
 MFU_AXIS = "estimated MFU (share of peak FLOP/s)"
+
+
+# GPU memory, on the page's slider (planner_explorer) and the live widget's.
+GPU_MEMORY_GB = Range(
+    "gpu_mem_GB", min=16, max=192, step=8, default=round(H100_SXM.memory_bytes / GB),
+    label="GPU memory (GB) ", widget_label="GB per GPU",
+)  # fmt: skip
 
 
 _KEEP = ["tp", "pp", "dp", "zero_stage", "recompute", "sequence_parallel"]
@@ -189,11 +197,7 @@ def planner_explorer(
         value=models[-1],
         bind=alt.binding_radio(options=models, name="model and GPUs "),
     )
-    mem = alt.param(
-        name="gpu_mem_GB",
-        value=memory_GB,
-        bind=alt.binding_range(min=16, max=192, step=8, name="GPU memory (GB) "),
-    )
+    mem = GPU_MEMORY_GB.param(value=memory_GB)
     limit = f"gpu_mem_GB * {usable_fraction}"
     base = (
         alt.Chart(_inline(_twin_cases(sweep)))

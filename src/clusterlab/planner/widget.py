@@ -17,7 +17,7 @@ import altair as alt
 from clusterlab.models import compute
 from clusterlab.models.memory import USABLE_MEMORY_FRACTION
 from clusterlab.models.planner5d import MoEShape, moe_shape, plan5d
-from clusterlab.planner.chart import planner_chart, planner_sweep
+from clusterlab.planner.chart import GPU_MEMORY_GB, planner_chart, planner_sweep
 
 #: Models on the widget's menu, with the GPU count and global batch (sequences)
 #: it starts from for each.
@@ -151,8 +151,7 @@ def planner_widget(model: str = "Llama 2 70B", micro_batch: int = 1):
     pick = w.Dropdown(options=list(PLANNER_MODELS), value=model, description="model")
     log2_gpus = w.IntSlider(value=gpus.bit_length() - 1, min=0, max=12)
     log2_gpus.description = "log2 GPUs"
-    gb = round(compute.H100_SXM.memory_bytes / 1e9)
-    mem = w.IntSlider(value=gb, min=16, max=192, step=8, description="GB per GPU")
+    mem = GPU_MEMORY_GB.widget()
     mb = w.IntSlider(value=micro_batch, min=1, max=8, description="micro-batch")
     gbatch = w.IntText(value=batch, description="global batch")
     cp = w.Dropdown(options=CP_CHOICES, value=1, description="CP")

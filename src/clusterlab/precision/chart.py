@@ -12,6 +12,8 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
+from clusterlab.core.validate import check_int
 
 _RANGE_COLS = ["format", "log2_min_subnormal", "log2_min_normal", "log2_max"]
 
@@ -20,6 +22,13 @@ _HIST_COLS = ["log2_value", "share"]
 
 
 _GRAD_ROW = "gradients x scale"
+
+
+# The loss scale's power of two, on the page's slider and the live widget's.
+LOSS_SCALE = Range(
+    "log2_scale", min=0, max=40, step=1, default=0,
+    label="loss scale, power of two ", widget_label="log2 scale",
+)  # fmt: skip
 
 
 def loss_scale_chart(
@@ -38,7 +47,7 @@ def loss_scale_chart(
         log2_scale: the loss scale's power of two to start at, in [0, 40].
         slider: give the page a slider for the scale (False: fixed at
             ``log2_scale``, as the widget draws it).
-        max_log2_scale: the slider's end.
+        max_log2_scale: the slider's end, in [1, 40].
 
     Returns:
         The layered chart: light bars from the smallest subnormal to the
@@ -47,6 +56,7 @@ def loss_scale_chart(
     """
     check_columns(ranges, _RANGE_COLS, "ranges")
     check_columns(gradients, _HIST_COLS, "gradients")
+    check_int("max_log2_scale", max_log2_scale, 1, LOSS_SCALE.max)
     if not 0 <= log2_scale <= max_log2_scale:
         raise ValueError(
             f"log2_scale={log2_scale!r} is out of range: allowed [0, {max_log2_scale}]"
@@ -63,12 +73,7 @@ def loss_scale_chart(
         tooltip=["format", "log2_min_subnormal", "log2_max"],
     )  # fmt: skip
     if slider:
-        scale = alt.param(
-            name="log2_scale",
-            value=log2_scale,
-            bind=alt.binding_range(min=0, max=max_log2_scale, step=1,
-                                   name="loss scale, power of two "),
-        )  # fmt: skip
+        scale = LOSS_SCALE.up_to(max_log2_scale).param(value=log2_scale)
         shift = "datum.log2_value + log2_scale"
     else:
         scale, shift = None, f"datum.log2_value + {int(log2_scale)}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterlab.core.validate import check_int
 from clusterlab.models.precision import format_ranges, log2_histogram, underflow_share
-from clusterlab.precision.chart import loss_scale_chart
+from clusterlab.precision.chart import LOSS_SCALE, loss_scale_chart
 
 
 def loss_scale_widget(gradients, log2_scale: int = 0):
@@ -21,11 +21,11 @@ def loss_scale_widget(gradients, log2_scale: int = 0):
     import numpy as np
     from IPython.display import display
 
-    check_int("log2_scale", log2_scale, 0, 40)
+    check_int("log2_scale", log2_scale, LOSS_SCALE.min, LOSS_SCALE.max)
     values = np.asarray(gradients, dtype=np.float64)
     ranges, hist = format_ranges(), log2_histogram(values)
     top = float(2.0 ** ranges.set_index("format").at["fp16", "log2_max"])
-    slider = w.IntSlider(value=log2_scale, min=0, max=40, description="log2 scale")
+    slider = LOSS_SCALE.widget(value=log2_scale)
     status = w.HTML()
     out = w.Output()
 

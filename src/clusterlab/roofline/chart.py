@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
 from clusterlab.models.roofline import attainable_flops
 
 
@@ -137,6 +138,15 @@ def roofline_chart(
     )
 
 
+# The page's sliders of cores_chart (no live widget shares them).
+LOG10_EVENTS = Range(
+    "log_rate", min=3.0, max=7.0, step=0.05, default=5.3, label="log10 events/s "
+)
+UTILISATION = Range(
+    "util", min=0.1, max=1.0, step=0.05, default=0.7, label="utilisation "
+)
+
+
 def cores_chart(
     events_per_s: float = 2e5,
     utilisation: float = 0.7,
@@ -146,16 +156,8 @@ def cores_chart(
 
     ``cores = ceil(rate × cost / utilisation)`` (the utilisation law).
     """
-    rate = alt.param(
-        name="log_rate",
-        value=round(math.log10(events_per_s), 2),
-        bind=alt.binding_range(min=3, max=7, step=0.05, name="log10 events/s "),
-    )
-    util = alt.param(
-        name="util",
-        value=utilisation,
-        bind=alt.binding_range(min=0.1, max=1.0, step=0.05, name="utilisation "),
-    )
+    rate = LOG10_EVENTS.param(value=round(math.log10(events_per_s), 2))
+    util = UTILISATION.param(value=utilisation)
     grid = alt.sequence(-7, -1.95, 0.05, as_="log_cost")
     line = (
         alt.Chart(grid)

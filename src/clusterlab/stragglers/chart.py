@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
+from clusterlab.models.jitter import JITTERS
 
 N_AXIS = "workers N (log scale)"
 
@@ -105,6 +107,25 @@ def straggler_scaling_chart(
     )
 
 
+# The noise's distribution, on the live widget's menu and the page's radio (the
+# distributions the sweep holds).
+JITTER = Choice(
+    "jitter_pick", options=JITTERS, default="normal",
+    label="distribution ", widget_label="noise",
+)  # fmt: skip
+
+# The jitter's cv and the slow worker's factor: the live widget's sliders, and
+# the page's radios over the sweep's cases (Range.points).
+JITTER_CV = Range(
+    "cv_pick", min=0.0, max=1.0, step=0.01, default=0.1,
+    label="jitter cv (std / mean) ", widget_label="cv",
+)  # fmt: skip
+SLOW_FACTOR = Range(
+    "slow_pick", min=1.0, max=4.0, step=0.001, default=1.5,
+    label="one worker slower by × ", widget_label="× slower",
+)  # fmt: skip
+
+
 def straggler_sweep_chart(
     df: pd.DataFrame,
     title: str = "Pick the noise and a slow worker: which mitigation helps?",
@@ -120,21 +141,9 @@ def straggler_sweep_chart(
     jitters = list(dict.fromkeys(df["jitter"]))
     cvs = sorted(float(c) for c in df["cv"].unique())
     slows = sorted(float(f) for f in df["slow_factor"].unique())
-    p_jitter = alt.param(
-        name="jitter_pick",
-        value=jitters[0],
-        bind=alt.binding_radio(options=jitters, name="distribution "),
-    )
-    p_cv = alt.param(
-        name="cv_pick",
-        value=cvs[len(cvs) // 2],
-        bind=alt.binding_radio(options=cvs, name="jitter cv (std / mean) "),
-    )
-    p_slow = alt.param(
-        name="slow_pick",
-        value=slows[0],
-        bind=alt.binding_radio(options=slows, name="one worker slower by × "),
-    )
+    p_jitter = JITTER.among(jitters).param(value=jitters[0])
+    p_cv = JITTER_CV.points(cvs).param(value=cvs[len(cvs) // 2])
+    p_slow = SLOW_FACTOR.points(slows).param(value=slows[0])
     # The page carries every row, so it gets them as CSV text: one short row per
     # scenario and N, one column per mitigation (folded back into rows in the
     # browser), rounded to the tooltip's four decimals. A tenth of the bytes of

@@ -11,9 +11,13 @@ import html
 import pandas as pd
 
 from clusterlab.core.validate import check_int
-from clusterlab.models.jitter import JITTERS
 from clusterlab.models.stragglers import expected_step_time
-from clusterlab.stragglers.chart import straggler_scaling_chart
+from clusterlab.stragglers.chart import (
+    JITTER,
+    JITTER_CV,
+    SLOW_FACTOR,
+    straggler_scaling_chart,
+)
 from clusterlab.stragglers.sim import StragglerParams, mean_step_time, simulate
 
 N_VALUES = tuple(2**k for k in range(11))
@@ -128,17 +132,10 @@ def straggler_explorer(n_steps: int = 200, seed: int = 0):
     check_int("seed", seed, 0)
     style = {"description_width": "initial"}
     n = w.SelectionSlider(options=list(N_VALUES), value=1024, description="N")
-    jitter = w.Dropdown(options=list(JITTERS), value="normal", description="noise")
-    cv = w.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.01, description="cv")
+    jitter = JITTER.widget()
+    cv = JITTER_CV.widget()
     slow = w.IntSlider(value=1, min=0, max=8, description="slow workers", style=style)
-    factor = w.FloatSlider(
-        value=1.5,
-        min=1.0,
-        max=4.0,
-        step=0.001,
-        description="× slower",
-        readout_format=".3f",
-    )
+    factor = SLOW_FACTOR.widget(readout_format=".3f")
     mitigation = w.Dropdown(
         options=list(MITIGATIONS), value="local SGD", description="mitigation"
     )

@@ -11,6 +11,13 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice
+from clusterlab.models.tensor_parallel import TP_MODELS
+
+# The model, on the live widget's menu and the page's radio (the sweep's models).
+TP_MODEL = Choice(
+    "tp_model", options=tuple(TP_MODELS), default="Llama 2 7B", label="model "
+)
 
 
 def tp_cost_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
@@ -24,11 +31,7 @@ def tp_cost_chart(df: pd.DataFrame, title: str | None = None) -> alt.Chart:
     need = ["model", "tp", "crosses_node", "tp_share", "compute_s", "tp_comm_s"]
     check_columns(df, need)
     names = list(dict.fromkeys(df["model"]))
-    pick = alt.param(
-        name="tp_model",
-        value=names[0],
-        bind=alt.binding_radio(options=names, name="model "),
-    )
+    pick = TP_MODEL.among(names).param(value=names[0])
     data = df.assign(
         where=df["crosses_node"].map(
             {False: "inside a node (NVLink)", True: "across nodes (InfiniBand)"}

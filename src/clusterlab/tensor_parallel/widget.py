@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterlab.core.validate import check_choice
 from clusterlab.models.tensor_parallel import TP_MODELS, tp_cost_sweep
-from clusterlab.tensor_parallel.chart import tp_cost_chart
+from clusterlab.tensor_parallel.chart import TP_MODEL, tp_cost_chart
 
 
 def tp_cost_widget(model: str = "Llama 2 7B"):
@@ -20,7 +20,7 @@ def tp_cost_widget(model: str = "Llama 2 7B"):
     from IPython.display import display
 
     check_choice("model", model, TP_MODELS)
-    menu = w.Dropdown(options=list(TP_MODELS), value=model, description="model")
+    menu = TP_MODEL.widget(value=model)
     batch = w.IntSlider(
         value=512, min=64, max=2048, step=64, description="batch (seqs)"
     )
