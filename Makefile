@@ -1,4 +1,4 @@
-# Two commands for a fresh machine (Python 3.11 or newer):
+# Two commands for a fresh machine (Python 3.11 to 3.13):
 #   make book   set up .venv, build the book, print the page to open
 #   make test   set up .venv, run every test (unit, distributed, notebooks,
 #               book build, contracts, site in headless Chromium)
@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 .PHONY: book test check bench clean wheelhouse course lint unit labs site
 
 $(VENV)/.installed: requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; set PYTHON=python3.11 (or newer)")'
+	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else "Python 3.11 to 3.13 is needed; set PYTHON=python3.11 (or 3.12, 3.13)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt

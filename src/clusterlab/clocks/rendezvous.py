@@ -42,6 +42,7 @@ import pandas as pd
 
 from clusterlab.clocks import rendezvous_worker
 from clusterlab.clocks.rendezvous_worker import PREFIX
+from clusterlab.core import child
 from clusterlab.core.torchrun import agent_command, kill_session, torchrun_env
 from clusterlab.core.validate import check_choice, check_float, check_int
 
@@ -120,6 +121,12 @@ def _read(agent: _Agent) -> None:
         agent.lines.append((time.monotonic(), line.rstrip("\n")))
 
 
+def exceptions_in(lines: list[str]) -> list[str]:
+    """Each exception a child's lines name (``Name: message``), colours stripped."""
+    plain = (child.strip_ansi(line) for line in lines)
+    return [m.group(1) + m.group(2) for m in map(_EXCEPTION.match, plain) if m]
+
+
 def _start(ids, node, endpoint, master_addr, join_timeout_s, env) -> _Agent:
     script = node_script(
         ids, endpoint, join_timeout_s=join_timeout_s, master_addr=master_addr
@@ -155,7 +162,7 @@ def _report(agent: _Agent, join_timeout_s: int) -> dict:
     lines = [line for _, line in agent.lines]
     rdzv_id = next((x[len(_ID_LINE) :] for x in lines if x.startswith(_ID_LINE)), "")
     worker = next((json.loads(x[len(PREFIX) :]) for x in lines if PREFIX in x), {})
-    errors = [m.group(1) + m.group(2) for m in map(_EXCEPTION.match, lines) if m]
+    errors = exceptions_in(lines)
     joined = _first(agent, "Rendezvous'ing worker group")
     met_at = _first(agent, "Rendezvous complete")
     waited = math.nan if joined is None else (met_at or agent.ended) - joined

@@ -33,6 +33,7 @@ import urllib.request
 import pandas as pd
 
 from clusterlab.clocks.rendezvous import _free_ports
+from clusterlab.core.child import child_env
 from clusterlab.core.torchrun import kill_session
 from clusterlab.core.validate import check_float, check_int
 
@@ -89,6 +90,7 @@ class EtcdServer:
         ]  # fmt: skip
         self.proc = subprocess.Popen(
             cmd,
+            env=child_env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

@@ -31,6 +31,7 @@ import threading
 import time
 
 from clusterlab.control_plane import raft_replica
+from clusterlab.core.child import child_env
 from clusterlab.core.torchrun import kill_session
 from clusterlab.core.validate import check_float, check_int
 
@@ -72,7 +73,7 @@ class _Replica:
             stderr=subprocess.DEVNULL,
             text=True,
             start_new_session=True,
-            env=dict(os.environ, PYTHONSAFEPATH="1"),
+            env=child_env(PYTHONSAFEPATH="1"),
         )
         self.answers = {}
         self.reader = threading.Thread(

@@ -33,6 +33,7 @@ import pandas as pd
 from clusterlab.clocks.rendezvous import _free_ports
 from clusterlab.control_plane import ranks as control_plane_worker
 from clusterlab.control_plane.ranks import PREFIX
+from clusterlab.core import child
 from clusterlab.core.torchrun import kill_session, torchrun_env
 from clusterlab.core.validate import check_choice, check_float, check_int
 
@@ -79,6 +80,21 @@ def agent_line(
     ]  # fmt: skip
 
 
+def exception_lines(lines, after: float = 0.0) -> list[str]:
+    """The exceptions named in ``(time, line)`` pairs from ``after`` on, in order.
+
+    A line's ANSI colours are stripped first (``cl.core.child.strip_ansi``): a
+    child that coloured its traceback still names its exception.
+    """
+    found = []
+    for t, line in list(lines):
+        plain = child.strip_ansi(line).strip().lstrip("[").split("]: ")[-1]
+        m = _EXCEPTION.match(plain)
+        if t >= after and m and m.group(1) + m.group(2) not in found:
+            found.append(m.group(1) + m.group(2))
+    return found
+
+
 class _Node:
     def __init__(self, job: str, node: int, cmd: list, env: dict):
         self.job, self.node, self.lines = job, node, []
@@ -103,12 +119,7 @@ class _Node:
         return [json.loads(x.split(PREFIX, 1)[1]) for x in lines]
 
     def errors(self, after: float) -> list[str]:
-        found = []
-        for t, line in list(self.lines):
-            m = _EXCEPTION.match(line.strip().lstrip("[").split("]: ")[-1])
-            if t >= after and m and m.group(1) + m.group(2) not in found:
-                found.append(m.group(1) + m.group(2))
-        return found
+        return exception_lines(self.lines, after)
 
 
 def _row(n: _Node, killed: int, t_kill: float, steps: int, backend: str) -> dict:

@@ -21,6 +21,7 @@ import traceback
 from datetime import timedelta
 
 from clusterlab.core.backend import loopback_interface
+from clusterlab.core.child import quiet_colour_here
 
 
 def _rank_main(
@@ -35,6 +36,7 @@ def _rank_main(
     os.dup2(log_fd, 2)
     out, err = io.StringIO(), io.StringIO()
     sys.stdout, sys.stderr = out, err
+    quiet_colour_here()  # a kernel's FORCE_COLOR would colour this rank's children
     os.environ["OMP_NUM_THREADS"] = str(threads)
     lo = loopback_interface()
     os.environ["GLOO_SOCKET_IFNAME"] = lo

@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 from clusterlab.core.backend import MAX_WORLD_SIZE, loopback_interface
+from clusterlab.core.child import child_env
 from clusterlab.core.validate import check_float, check_int
 
 
@@ -121,10 +122,10 @@ def torchrun_env(**extra: str) -> dict:
 
     Returns:
         A copy of ``os.environ`` with ``OMP_NUM_THREADS=1``, ``GLOO_SOCKET_IFNAME``
-        the loopback interface, unbuffered Python and quiet C++ logs.
+        the loopback interface, unbuffered Python, quiet C++ logs and no colour
+        (``cl.core.child.child_env``).
     """
-    return dict(
-        os.environ,
+    return child_env(
         OMP_NUM_THREADS="1",
         GLOO_SOCKET_IFNAME=loopback_interface(),
         PYTHONUNBUFFERED="1",

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from clusterlab.core.child import child_env
 from clusterlab.core.launcher import launch
 from clusterlab.core.supervisor import LaunchError
 from clusterlab.core.validate import check_choice, check_float, check_int
@@ -146,6 +147,7 @@ def _py_spy_dump(py_spy: str, pid: int) -> tuple[str, str]:
     try:
         out = subprocess.run(
             [py_spy, "dump", "--pid", str(pid)],
+            env=child_env(),
             capture_output=True,
             text=True,
             timeout=10,
