@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: book test check bench clean wheelhouse course lint unit labs site
+.PHONY: book test check colab-check bench clean wheelhouse course lint unit labs site
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else "Python 3.11 to 3.13 is needed; set PYTHON=python3.11 (or 3.12, 3.13)")'
@@ -75,6 +75,11 @@ labs: $(VENV)/.installed
 # SITE names a build already made: make book && make site SITE=_build/html
 site: $(VENV)/.installed
 	CLUSTERLAB_SITE="$(SITE)" $(BIN)/python -m pytest tests/test_site.py
+
+# Before each release: every lab on Colab's versions (Python 3.13, torch 2.11),
+# the package installed from its wheel (CONTRIBUTING.md). About 3 GB of wheels.
+colab-check:
+	$(PYTHON) scripts/colab_check.py
 
 clean:
 	rm -rf _build .pytest_cache
