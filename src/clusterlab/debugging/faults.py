@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -141,6 +142,10 @@ def _wait_until_stuck(folder, world_size, fault_step, deadline_s, runner) -> dic
     return {}
 
 
+#: Terminal colour codes (``ESC [ ... m``) and other escape sequences.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def _py_spy_dump(py_spy: str, pid: int) -> tuple[str, str]:
     """(dump, "") or ("", why it failed)."""
     try:
@@ -155,7 +160,9 @@ def _py_spy_dump(py_spy: str, pid: int) -> tuple[str, str]:
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or ["no message"])[0]
         return "", f"py-spy dump failed (exit {out.returncode}): {why}"
-    return out.stdout, ""
+    # py-spy colours its dump even into a pipe; a lab prints it on a light page,
+    # where yellow and green text cannot be read, so the colour goes here.
+    return _ANSI.sub("", out.stdout), ""
 
 
 def _faulthandler_dump(folder: str, rank: int, pid: int) -> str:
