@@ -189,3 +189,42 @@ def test_bibliography_entries_become_list_items():
     )
     out = _extension().list_bibliography(body)
     assert "doc-biblioentry" not in out and 'role="listitem"' in out
+
+
+def _spec_with_layers():
+    import altair as alt
+
+    df = pd.DataFrame({"x": [0, 1, 0, 1], "y": [1, 2, 2, 3], "k": list("aabb")})
+    base = alt.Chart(df).encode(x="x:Q", y="y:Q", color=alt.Color("k:N", title="kind"))
+    return alt.layer(base.mark_line(), base.mark_point()).to_dict()
+
+
+def test_no_category_is_told_by_colour_alone():
+    from clusterlab.core.theme import colour_only_marks, second_channel
+
+    spec = _spec_with_layers()
+    # the planted violation: lines and points that differ by colour only
+    assert len(colour_only_marks(spec)) == 2
+    fixed = second_channel(spec)
+    assert colour_only_marks(fixed) == []
+    line, point = fixed["layer"]
+    assert line["encoding"]["strokeDash"] == {
+        "field": "k",
+        "type": "nominal",
+        "title": "kind",
+    }
+    assert point["encoding"]["shape"]["field"] == "k"
+    assert colour_only_marks(spec), "second_channel must not modify its argument"
+
+
+def test_every_renderer_draws_the_accessible_spec():
+    import json
+
+    from clusterlab.core import theme
+
+    out = theme._book_renderer(_spec_with_layers())["text/html"]
+    spec = json.loads(
+        out.split("spec = ", 1)[1].split(";\n", 1)[0].replace("<\\/", "</")
+    )
+    assert theme.colour_only_marks(spec) == []
+    assert spec["description"].startswith("Chart:")

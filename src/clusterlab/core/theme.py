@@ -193,6 +193,96 @@ def describe(spec: dict) -> dict:
     return {**spec, "description": f"Chart: {text}."}
 
 
+#: The channel that carries a colour's meaning a second time, by mark type.
+SECOND_CHANNEL = {"line": "strokeDash", "trail": "strokeDash", "point": "shape"}
+
+
+def _mark_type(mark) -> str:
+    return mark.get("type", "") if isinstance(mark, dict) else str(mark)
+
+
+def colour_only_marks(spec) -> list[str]:
+    """Marks of ``spec`` (at any depth) whose categories differ by colour alone.
+
+    A line or point mark that colours a nominal or ordinal field must say it a
+    second way too, by dash or by shape (WCAG 1.4.1, Use of Color).
+    """
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            mark, enc = node.get("mark"), node.get("encoding") or {}
+            channel = SECOND_CHANNEL.get(_mark_type(mark)) if mark else None
+            colour = enc.get("color") or {}
+            if (
+                channel
+                and not (isinstance(mark, dict) and channel in mark)
+                and isinstance(colour, dict)
+                and colour.get("field")
+                and colour.get("type") in ("nominal", "ordinal")
+                and channel not in enc
+            ):
+                found.append(
+                    f"{path or 'spec'}: {_mark_type(mark)} by {colour['field']}"
+                )
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else key)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(spec, "")
+    return found
+
+
+def second_channel(spec):
+    """``spec`` with a dash (lines) or a shape (points) for every colour category.
+
+    Each line or point mark that colours a nominal or ordinal field, and has
+    no dash or shape of its own, gets one on the same field, with the colour's
+    title, order and legend, so that Vega-Lite draws one legend of both and a
+    reader who cannot tell the colours apart still tells the lines apart.
+
+    Args:
+        spec: a Vega-Lite specification (``chart.to_dict()``); not modified.
+
+    Returns:
+        A copy in which ``colour_only_marks`` finds nothing.
+    """
+    if isinstance(spec, list):
+        return [second_channel(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: second_channel(v) for k, v in spec.items()}
+    mark, enc = out.get("mark"), out.get("encoding")
+    channel = SECOND_CHANNEL.get(_mark_type(mark)) if mark else None
+    colour = (enc or {}).get("color")
+    if (
+        channel
+        and not (isinstance(mark, dict) and channel in mark)
+        and isinstance(colour, dict)
+        and colour.get("field")
+        and colour.get("type") in ("nominal", "ordinal")
+        and channel not in enc
+    ):
+        extra = {
+            k: colour[k]
+            for k in ("field", "type", "title", "sort", "legend")
+            if k in colour
+        }
+        domain = (colour.get("scale") or {}).get("domain")
+        if domain is not None:
+            extra["scale"] = {"domain": domain}
+        out["encoding"] = {**enc, channel: extra}
+    return out
+
+
+def accessible(spec: dict) -> dict:
+    """``spec`` named by what it shows (``describe``), with no meaning in colour
+    alone (``second_channel``): what every renderer draws."""
+    return describe(second_channel(spec))
+
+
 def _luminance(colour: str) -> float:
     """The relative luminance of ``#rrggbb`` (WCAG 2.1)."""
     rgb = [int(colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
@@ -330,19 +420,19 @@ def _notice_png() -> str:
 
 
 def _book_renderer(spec: dict, **metadata) -> dict:
-    return {"text/html": book_html(lean_spec(spec))}
+    return {"text/html": book_html(lean_spec(accessible(spec)))}
 
 
 def _offline_renderer(spec: dict, **metadata) -> dict:
     return {
-        VEGA_MIME: vega_spec(lean_spec(spec)),
+        VEGA_MIME: vega_spec(lean_spec(accessible(spec))),
         "image/png": _notice_png(),
         "text/plain": f"<chart: {_title(spec)}>",
     }
 
 
 def _standalone_renderer(spec: dict, **metadata) -> dict:
-    return {"text/html": book_html(lean_spec(spec), bundle=_vega_bundle())}
+    return {"text/html": book_html(lean_spec(accessible(spec)), bundle=_vega_bundle())}
 
 
 RENDERERS = {
