@@ -4,7 +4,8 @@ A JupyterLab server runs on 127.0.0.1 (a free port, a random token) over copies
 of a few labs; the repository's notebooks are not touched. For each lab the
 browser runs all cells, then checks that no output holds an error, that every
 widget rendered and every chart drew (with every request that is not for the
-server aborted and recorded), and moves each control of each widget (sliders,
+server aborted and recorded), that the Tab key alone reaches every control of
+each widget, and moves each control of each widget (sliders,
 dropdowns, toggle and radio buttons, checkboxes, buttons: found by kind, not by
 name) until the chart or text it drives changes. The saved notebook's chart
 outputs must each stay under 50 KB. One widget's update time, from the key
