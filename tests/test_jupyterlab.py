@@ -4,7 +4,8 @@ A JupyterLab server runs on 127.0.0.1 (a free port, a random token) over copies
 of a few labs; the repository's notebooks are not touched. For each lab the
 browser runs all cells, then checks that no output holds an error, that every
 widget rendered and every chart drew (with every request that is not for the
-server aborted and recorded), and moves each control of each widget (sliders,
+server aborted and recorded), that the Tab key alone reaches every control of
+each widget, and moves each control of each widget (sliders,
 dropdowns, toggle and radio buttons, checkboxes, buttons: found by kind, not by
 name) until the chart or text it drives changes. The saved notebook's chart
 outputs must each stay under 50 KB. One widget's update time, from the key
@@ -204,6 +205,8 @@ def _run_and_exercise(nb: Notebook) -> dict:
     assert nb.chart_count() >= 1, f"{nb.name}: no chart drawn"
     figures = {"run_all_s": round(run_s, 1), "widgets": len(views)}
     for i, view in enumerate(views):
+        unreached = _unreached_by_tab(nb, view)
+        assert unreached == [], f"{nb.name}, widget {i}: Tab never reaches {unreached}"
         stuck = _exercise(nb, view)
         assert stuck == [], f"{nb.name}, widget {i}: these controls changed nothing"
         figures[f"widget {i} controls"] = [str(c) for c in nb.controls(view)]
@@ -211,6 +214,37 @@ def _run_and_exercise(nb: Notebook) -> dict:
         figures["update"] = _time_updates(nb, views[0])
     assert nb.problems() == [], f"{nb.name} after the controls: {nb.problems()}"
     return figures
+
+
+def _unreached_by_tab(nb: Notebook, view) -> list[str]:
+    """The controls of ``view`` that the Tab key never focuses.
+
+    The keyboard starts on the view's first focusable element and presses Tab
+    (three times per control, and a few more) without the mouse; each
+    control must hold the focus at some press (WCAG 2.1.1, Keyboard).
+    """
+    controls = nb.controls(view)
+    elements = [view.query_selector_all(c.selector)[c.index] for c in controls]
+    first = "input, select, button, textarea, [tabindex]:not([tabindex='-1'])"
+    assert view.evaluate(
+        "(v, sel) => { const e = v.querySelector(sel); if (e) e.focus(); return !!e; }",
+        first,
+    ), f"{nb.name}: nothing in the widget can take the focus"
+    reached = set()
+    for _ in range(3 * len(controls) + 5):
+        for i, el in enumerate(elements):
+            if el.evaluate("e => e.contains(document.activeElement)"):
+                reached.add(i)
+        nb.page.keyboard.press("Tab")
+    disabled = (
+        "e => !!(e.disabled || e.closest('.mod-disabled')"
+        " || e.querySelector('[disabled]'))"
+    )
+    return [
+        str(c)
+        for i, (c, el) in enumerate(zip(controls, elements, strict=True))
+        if i not in reached and not el.evaluate(disabled)
+    ]
 
 
 def _as_notebook(saved: dict):
@@ -226,3 +260,29 @@ def test_stopping_jupyterlab_stops_every_kernel_and_rank(jupyterlab):
     assert killed == [], f"left running after the server stopped: {killed}"
     left = [p.pid for p in started if p.is_running() and p.status() != "zombie"]
     assert left == [], f"processes still running: {left}"
+
+
+def test_the_tab_check_catches_a_control_the_keyboard_cannot_reach(browser):
+    """The keyboard probe itself, on a page with two checkboxes: both reached,
+    then one taken out of the tab order (``tabindex=-1``) and reported."""
+    from types import SimpleNamespace
+
+    from jupyterlab_helpers import Control
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        box = '<div class="widget-checkbox"><input type="checkbox"{}></div>'
+        for extra, expected in (("", []), (' tabindex="-1"', ["checkbox 'b'"])):
+            page.set_content(f'<div id="v">{box.format("")}{box.format(extra)}</div>')
+            sel = ".widget-checkbox input[type=checkbox]"
+            controls = [
+                Control("checkbox", sel, 0, "a"),
+                Control("checkbox", sel, 1, "b"),
+            ]
+            nb = SimpleNamespace(
+                name="fake", page=page, controls=lambda v, c=controls: c
+            )
+            assert _unreached_by_tab(nb, page.query_selector("#v")) == expected
+    finally:
+        context.close()

@@ -4,13 +4,18 @@ Every request that does not go to the local server (or the local disk) is
 aborted and recorded; each page must then draw all of its charts, render its
 mathematics, show no dead widget and log no console error. The slider and radio
 controls of the charts must change what is drawn, with no kernel behind them.
+Every page must pass axe-core's WCAG 2.1 A and AA rules with no critical or
+serious violation (``scripts/axe_site.py``), and a lab's chart controls must
+work from the keyboard alone, with visible focus.
 
 Needs Debian's ``chromium`` (or set ``CHROMIUM_PATH``). Without a browser the
 tests skip and say how to install one, except under CI, where they fail.
 """
 
+import collections
 import functools
 import http.server
+import json
 import os
 import threading
 import time
@@ -19,9 +24,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from book_helpers import ROOT, chromium_path
+from book_helpers import ROOT, chromium_path, script_module
 
 pytestmark = pytest.mark.site
+
+AXE = script_module("axe_site")
 
 
 def _toc_pages() -> list[str]:
@@ -172,6 +179,22 @@ class Visit:
         self.context.close()
 
 
+@pytest.fixture(scope="module")
+def axe_tally(request, built_site):
+    """Violations counted over the pages visited; written out and printed at the end."""
+    tally = collections.Counter()
+    yield tally
+    counts = {f"{impact} {rule}": n for (impact, rule), n in sorted(tally.items())}
+    (built_site.parent / "axe.json").write_text(json.dumps(counts, indent=1))
+    lesser = sum(n for (impact, _), n in tally.items() if impact not in AXE.FAILING)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"axe-core {AXE.axe_version()}: {lesser} moderate or minor violations "
+            f"on the pages checked {counts}"
+        )
+
+
 @pytest.fixture
 def visit(browser, server, built_site):
     opened = []
@@ -188,10 +211,11 @@ def visit(browser, server, built_site):
 
 @pytest.mark.parametrize("page", PAGES)
 def test_each_page_loads_offline_and_its_controls_redraw_its_charts(
-    visit, server, page
+    visit, server, page, axe_tally
 ):
     """No request leaves the site, no console error, no dead widget, every chart
-    drawn; then each chart's first slider and last radio button change what it draws."""
+    drawn, no critical or serious WCAG violation; then each chart's first slider
+    and last radio button change what it draws."""
     v = visit()
     p = v.open(server + page)
     drawn = v.charts_drawn()
@@ -222,6 +246,12 @@ def test_each_page_loads_offline_and_its_controls_redraw_its_charts(
                 target.check()
             assert _redrawn(p, i, before), f"chart {i} of {page}: {kind} did nothing"
     assert v.errors == [], f"console errors after using the controls: {v.errors}"
+    # Last: axe-core re-reads the page's stylesheets and resolves the theme's
+    # @import "../basic.css" against the page instead of the sheet, a request
+    # that fails harmlessly but would read as a console error above.
+    violations = AXE.run_axe(p)
+    axe_tally.update(AXE.count(violations))
+    assert AXE.failing(violations) == [], f"WCAG 2.1 AA violations on {page}"
 
 
 def _svg_of(page, index: int) -> str:
@@ -318,3 +348,77 @@ def test_a_control_that_redraws_nothing_is_caught(browser):
             assert _redrawn(page, index, before, timeout_s=0.5) is wired, index
     finally:
         context.close()
+
+
+def test_the_accessibility_check_catches_a_planted_violation(browser):
+    """axe-core itself: a picture without a text alternative fails, with one passes."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        pixel = "data:image/gif;base64,R0lGODlhAQABAAAAACw="
+        page.set_content(
+            f'<html lang="en"><head><title>t</title></head><body><main>'
+            f'<h1>t</h1><img src="{pixel}"></main></body></html>'
+        )
+        found = AXE.failing(AXE.run_axe(page))
+        assert any("image-alt" in line for line in found), found
+        page.set_content(
+            f'<html lang="en"><head><title>t</title></head><body><main>'
+            f'<h1>t</h1><img src="{pixel}" alt="a dot"></main></body></html>'
+        )
+        assert AXE.failing(AXE.run_axe(page)) == []
+    finally:
+        context.close()
+
+
+def _tab_to(page, selector: str, max_presses: int = 600) -> dict:
+    """Press Tab until the focused element matches ``selector``; its outline."""
+    for _ in range(max_presses):
+        page.keyboard.press("Tab")
+        found = page.evaluate(
+            """sel => { const el = document.activeElement;
+                if (!el || !el.matches(sel)) return null;
+                const s = getComputedStyle(el);
+                return {style: s.outlineStyle, width: parseFloat(s.outlineWidth)}; }""",
+            selector,
+        )
+        if found:
+            return found
+    raise AssertionError(f"{max_presses} presses of Tab never reached {selector}")
+
+
+@needs_lab01
+def test_a_lab_s_charts_work_from_the_keyboard_alone(visit, server):
+    """Tab to a chart's slider and move it with the arrow keys, then to a radio
+    button and pick another; each control shows where the focus is, and the
+    chart's data opens from the keyboard. The mouse is never used."""
+    v = visit()
+    page = v.open(server + LAB01)
+    v.charts_drawn()
+    index = _chart_with(page, "input[type=range]", 1)
+    chart_id = page.locator(CHART).nth(index).get_attribute("id")
+    before = _svg_of(page, index)
+    outline = _tab_to(page, f"#{chart_id} input[type=range]")
+    assert outline["style"] != "none" and outline["width"] >= 2, outline
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert _redrawn(page, index, before), "the arrow keys did not move the chart"
+
+    index = _chart_with(page, "input[type=radio]", 2)
+    chart_id = page.locator(CHART).nth(index).get_attribute("id")
+    page = v.open(server + LAB01)  # Tab again from the top of the page
+    v.charts_drawn()
+    before = _svg_of(page, index)
+    outline = _tab_to(page, f"#{chart_id} input[type=radio]")
+    assert outline["style"] != "none" and outline["width"] >= 2, outline
+    page.keyboard.press("ArrowRight")
+    assert _redrawn(page, index, before), "the arrow keys did not pick a radio"
+
+    _tab_to(page, ".clusterlab-chart-data > summary")
+    page.keyboard.press("Enter")
+    table = page.locator(".clusterlab-chart-data[open] table").first
+    table.wait_for(state="visible", timeout=5_000)
+    page.locator(".clusterlab-chart-data[open]").first.scroll_into_view_if_needed()
+    v.screenshot("lab01_keyboard_data_table.png")
+    assert table.locator("th").count() >= 2
+    assert v.errors == [], v.errors

@@ -225,3 +225,21 @@ def test_widget_view_names_the_slow_rank():
         dict(world_size=12, slow_factor=2.0, cv=0.1, ratio=1.5, steps=10)
     )
     assert "flags [4]" in text and chart.to_dict()
+
+
+def test_a_py_spy_dump_comes_back_without_terminal_colours(tmp_path):
+    """py-spy colours its dump even into a pipe (yellow pids, green names, which
+    a light page cannot show legibly): the dump the lab prints has no colour codes."""
+    from clusterlab.debugging import faults
+
+    fake = tmp_path / "py-spy"
+    fake.write_text(
+        "#!/bin/sh\n"
+        "printf 'Thread \\033[1;33m27079\\033[0m (idle)\\n"
+        "    \\033[32mload_batch\\033[0m (ranks.py:12)\\n'\n"
+    )
+    fake.chmod(0o755)
+    text, why = faults._py_spy_dump(str(fake), 1)
+    assert why == ""
+    assert "\x1b" not in text
+    assert text.splitlines() == ["Thread 27079 (idle)", "    load_batch (ranks.py:12)"]

@@ -19,7 +19,7 @@ import altair as alt
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
-from clusterlab.core.theme import PALETTE
+from clusterlab.core.theme import PALETTE, blend, ink
 
 NODE_COLUMNS = ("id", "x", "y", "w", "h", "label", "kind")
 
@@ -119,6 +119,17 @@ def _colour(kinds) -> alt.Scale:
             colours.append(PALETTE[k % 6])
             k += 1
     return alt.Scale(domain=kinds, range=colours)
+
+
+def _ink(kinds, opacity: float = 1.0) -> alt.Scale:
+    """The ink of text on each kind's colour: 4.5:1 or more (``theme.ink``)."""
+    scale = _colour(kinds)
+    inks = [ink(blend(c, opacity)) for c in scale.range]
+    return alt.Scale(domain=scale.domain, range=inks)
+
+
+#: Boxes are drawn at this opacity; their labels' ink is chosen for it.
+BOX_OPACITY = 0.85
 
 
 def _visible(chart, steppable: bool):
@@ -228,7 +239,7 @@ def box_diagram(
     base = alt.Chart(nd)
     boxes = _visible(
         base.mark_rect(
-            cornerRadius=4, stroke="#333", strokeWidth=0.8, opacity=0.85
+            cornerRadius=4, stroke="#333", strokeWidth=0.8, opacity=BOX_OPACITY
         ).encode(
             x=alt.X("x:Q", scale=xs, axis=None),
             x2="x2:Q",
@@ -240,10 +251,13 @@ def box_diagram(
         steppable,
     )
     text = _visible(
-        base.mark_text(fontSize=font_size, lineBreak="\n", color="#111").encode(
+        base.mark_text(fontSize=font_size, lineBreak="\n").encode(
             x=alt.X("cx:Q", scale=xs, axis=None),
             y=alt.Y("cy:Q", scale=ys, axis=None),
             text="label:N",
+            color=alt.Color(
+                "kind:N", scale=_ink(nodes["kind"], BOX_OPACITY), legend=None
+            ),
         ),
         steppable,
     )
@@ -257,11 +271,14 @@ def box_diagram(
         pos = dict(
             x=alt.X("x1:Q", scale=xs, axis=None), y=alt.Y("y1:Q", scale=ys, axis=None)
         )
-        rules = lk.mark_rule(strokeWidth=1.6).encode(
+        # The arrows are drawing, not data (a box's label and the link's label
+        # say what they join), and may be empty at a step: hidden from
+        # assistive technology, where an unnamed mark is noise.
+        rules = lk.mark_rule(strokeWidth=1.6, aria=False).encode(
             **pos, x2="x2:Q", y2="y2:Q", color=alt.value("#555")
         )
         heads = lk.transform_filter("datum.arrow").mark_point(
-            shape="triangle", size=70, filled=True, opacity=1
+            shape="triangle", size=70, filled=True, opacity=1, aria=False
         )
         heads = heads.encode(
             x=alt.X("x2:Q", scale=xs, axis=None),
@@ -332,8 +349,11 @@ def lane_diagram(
         ),
         tooltip=["lane:N", "kind:N", "label:N", "start:Q", "end:Q"],
     )
-    text = base.mark_text(fontSize=10, color="white").encode(
-        x="mid:Q", y=y, text="label:N"
+    text = base.mark_text(fontSize=10).encode(
+        x="mid:Q",
+        y=y,
+        text="label:N",
+        color=alt.Color("kind:N", scale=_ink(kinds), legend=None),
     )
     chart = alt.layer(_visible(rect, steppable), _visible(text, steppable))
     chart = chart.properties(

@@ -119,13 +119,21 @@ def _vega_bundle() -> str:
 def book_html(spec: dict, *, bundle: str | None = None) -> str:
     """HTML that draws ``spec`` with a local ``vegaEmbed`` (no network).
 
+    The chart is a figure named by its description (``describe``); once drawn,
+    a page that serves ``clusterlabChartData`` (the book does, from
+    ``_ext/static/chart_data.js``) adds the chart's data as tables behind a
+    "data" toggle below it, reachable from the keyboard.
+
     Args:
         spec: a Vega-Lite specification (``chart.to_dict()``).
         bundle: JavaScript defining ``vegaEmbed``, run first if the page lacks it;
             ``None`` relies on the page (the book serves it from ``_static``).
     """
     div_id = f"cl-vis-{uuid.uuid4().hex[:12]}"
+    spec = describe(spec)
     title = _title(spec)
+    label = html.escape(spec["description"])
+    js_title = json.dumps(title).replace("</", "<\\/")
     payload = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
     loader = ""
     if bundle:
@@ -140,18 +148,173 @@ def book_html(spec: dict, *, bundle: str | None = None) -> str:
     missing = "This chart needs Vega, which this page has not loaded."
     return (
         f'<div id="{div_id}" class="clusterlab-chart" role="figure" '
-        f'aria-label="{html.escape(str(title))}"></div>\n'
+        f'aria-label="{label}"></div>\n'
         "<script>(function () {\n"
-        f'  var el = document.getElementById("{div_id}");\n'
+        f'  var el = document.getElementById("{div_id}"), spec = {payload};\n'
         f"{loader}"
         '  if (typeof vegaEmbed !== "function") {\n'
         f'    el.textContent = "{missing}";\n'
         "    return;\n  }\n"
-        f'  vegaEmbed(el, {payload}, {{"actions": false, "renderer": "svg"}})\n'
+        '  vegaEmbed(el, spec, {"actions": false, "renderer": "svg"})\n'
+        "    .then(function () {\n"
+        # vega-embed names its container "Vega visualization": name it again.
+        '      el.setAttribute("aria-label", spec.description);\n'
+        '      if (typeof clusterlabChartData === "function") '
+        f"clusterlabChartData(el, spec, {js_title});\n"
+        "    })\n"
         '    .catch(function (err) { el.textContent = "Chart failed: " + err; '
         "console.error(err); });\n"
         "})();</script>"
     )
+
+
+def describe(spec: dict) -> dict:
+    """``spec`` with a ``description``: what the chart shows, for screen readers.
+
+    A chart that states its own description keeps it; otherwise it is the
+    title and the subtitle, which in this book say what the chart shows and
+    what to see in it. Vega names the drawing with it, and the book's figure
+    carries it as its label.
+
+    Args:
+        spec: a Vega-Lite specification (``chart.to_dict()``); not modified.
+
+    Returns:
+        A copy with a non-empty ``description``.
+    """
+    if str(spec.get("description") or "").strip():
+        return spec
+    parts = [_title(spec)]
+    title = spec.get("title")
+    if isinstance(title, dict) and title.get("subtitle"):
+        sub = title["subtitle"]
+        parts.append(" ".join(map(str, sub)) if isinstance(sub, list) else str(sub))
+    text = ". ".join(p.strip().rstrip(".") for p in parts if p and p.strip())
+    return {**spec, "description": f"Chart: {text}."}
+
+
+#: The channel that carries a colour's meaning a second time, by mark type.
+SECOND_CHANNEL = {"line": "strokeDash", "trail": "strokeDash", "point": "shape"}
+
+
+def _mark_type(mark) -> str:
+    return mark.get("type", "") if isinstance(mark, dict) else str(mark)
+
+
+def colour_only_marks(spec) -> list[str]:
+    """Marks of ``spec`` (at any depth) whose categories differ by colour alone.
+
+    A line or point mark that colours a nominal or ordinal field must say it a
+    second way too, by dash or by shape (WCAG 1.4.1, Use of Color).
+    """
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            mark, enc = node.get("mark"), node.get("encoding") or {}
+            channel = SECOND_CHANNEL.get(_mark_type(mark)) if mark else None
+            colour = enc.get("color") or {}
+            if (
+                channel
+                and not (isinstance(mark, dict) and channel in mark)
+                and isinstance(colour, dict)
+                and colour.get("field")
+                and colour.get("type") in ("nominal", "ordinal")
+                and channel not in enc
+            ):
+                found.append(
+                    f"{path or 'spec'}: {_mark_type(mark)} by {colour['field']}"
+                )
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else key)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(spec, "")
+    return found
+
+
+def second_channel(spec):
+    """``spec`` with a dash (lines) or a shape (points) for every colour category.
+
+    Each line or point mark that colours a nominal or ordinal field, and has
+    no dash or shape of its own, gets one on the same field, with the colour's
+    title, order and legend, so that Vega-Lite draws one legend of both and a
+    reader who cannot tell the colours apart still tells the lines apart.
+
+    Args:
+        spec: a Vega-Lite specification (``chart.to_dict()``); not modified.
+
+    Returns:
+        A copy in which ``colour_only_marks`` finds nothing.
+    """
+    if isinstance(spec, list):
+        return [second_channel(v) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: second_channel(v) for k, v in spec.items()}
+    mark, enc = out.get("mark"), out.get("encoding")
+    channel = SECOND_CHANNEL.get(_mark_type(mark)) if mark else None
+    colour = (enc or {}).get("color")
+    if (
+        channel
+        and not (isinstance(mark, dict) and channel in mark)
+        and isinstance(colour, dict)
+        and colour.get("field")
+        and colour.get("type") in ("nominal", "ordinal")
+        and channel not in enc
+    ):
+        extra = {
+            k: colour[k]
+            for k in ("field", "type", "title", "sort", "legend")
+            if k in colour
+        }
+        domain = (colour.get("scale") or {}).get("domain")
+        if domain is not None:
+            extra["scale"] = {"domain": domain}
+        out["encoding"] = {**enc, channel: extra}
+    return out
+
+
+def accessible(spec: dict) -> dict:
+    """``spec`` named by what it shows (``describe``), with no meaning in colour
+    alone (``second_channel``): what every renderer draws."""
+    return describe(second_channel(spec))
+
+
+def _luminance(colour: str) -> float:
+    """The relative luminance of ``#rrggbb`` (WCAG 2.1)."""
+    rgb = [int(colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """The WCAG contrast ratio of two ``#rrggbb`` colours, 1 to 21."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def blend(colour: str, opacity: float, over: str = "#ffffff") -> str:
+    """``colour`` drawn at ``opacity`` over ``over``, as ``#rrggbb``."""
+    a = [int(colour.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)]
+    b = [int(over.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)]
+    mixed = [round(opacity * x + (1 - opacity) * y) for x, y in zip(a, b, strict=True)]
+    return "#" + "".join(f"{v:02x}" for v in mixed)
+
+
+#: The two inks of text drawn on a coloured mark.
+DARK_INK, LIGHT_INK = "#111111", "#ffffff"
+
+
+def ink(fill: str) -> str:
+    """The ink, dark or white, that reads best on ``fill`` (``#rrggbb``).
+
+    Every colour of ``PALETTE`` gets an ink of contrast 4.5:1 or more (WCAG
+    1.4.3; ``tests/unit/test_theme_access.py``).
+    """
+    return max((DARK_INK, LIGHT_INK), key=lambda c: contrast(c, fill))
 
 
 def vega_spec(spec: dict) -> dict:
@@ -257,19 +420,19 @@ def _notice_png() -> str:
 
 
 def _book_renderer(spec: dict, **metadata) -> dict:
-    return {"text/html": book_html(lean_spec(spec))}
+    return {"text/html": book_html(lean_spec(accessible(spec)))}
 
 
 def _offline_renderer(spec: dict, **metadata) -> dict:
     return {
-        VEGA_MIME: vega_spec(lean_spec(spec)),
+        VEGA_MIME: vega_spec(lean_spec(accessible(spec))),
         "image/png": _notice_png(),
         "text/plain": f"<chart: {_title(spec)}>",
     }
 
 
 def _standalone_renderer(spec: dict, **metadata) -> dict:
-    return {"text/html": book_html(lean_spec(spec), bundle=_vega_bundle())}
+    return {"text/html": book_html(lean_spec(accessible(spec)), bundle=_vega_bundle())}
 
 
 RENDERERS = {

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from clusterlab.core.child import child_env
+from clusterlab.core.child import child_env, strip_ansi
 from clusterlab.core.launcher import launch
 from clusterlab.core.supervisor import LaunchError
 from clusterlab.core.validate import check_choice, check_float, check_int
@@ -142,6 +142,9 @@ def _wait_until_stuck(folder, world_size, fault_step, deadline_s, runner) -> dic
     return {}
 
 
+#: Terminal colour codes (``ESC [ ... m``) and other escape sequences.
+
+
 def _py_spy_dump(py_spy: str, pid: int) -> tuple[str, str]:
     """(dump, "") or ("", why it failed)."""
     try:
@@ -157,7 +160,9 @@ def _py_spy_dump(py_spy: str, pid: int) -> tuple[str, str]:
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or ["no message"])[0]
         return "", f"py-spy dump failed (exit {out.returncode}): {why}"
-    return out.stdout, ""
+    # py-spy colours its dump even into a pipe; a lab prints it on a light page,
+    # where yellow and green text cannot be read, so the colour goes here.
+    return strip_ansi(out.stdout), ""
 
 
 def _faulthandler_dump(folder: str, rank: int, pid: int) -> str:
