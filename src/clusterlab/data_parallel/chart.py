@@ -59,7 +59,7 @@ def dp_step_chart(
 # radios over the sweep's cases (Range.points). The scale moves by its log10.
 BUCKET_RANKS = Range("ranks", min=2, max=64, step=1, default=4, label="ranks ")
 COMPUTE_SCALE = Range(
-    "scale", min=0.0, max=3.0, step=0.25, default=0.0, log_base=10,
+    "scale", min=-2.0, max=3.0, step=0.25, default=0.0, log_base=10,
     label="backward pass × ", widget_label="backward ×",
 )  # fmt: skip
 
