@@ -148,3 +148,32 @@ def test_byte_detokenizer_never_splits_a_character():
     pieces = [detok.push(i) for i in ids] + [detok.flush()]
     assert "".join(pieces) == tok.decode(ids)
     assert all("\ufffd" not in p for p in pieces[: len(tok.encode(text))])
+
+
+def test_config_variants_and_chunked_prefill():
+    """Llama 3 rope scaling, biases, a head_dim of its own, tied embeddings; long
+    prompts computed 16 tokens a step."""
+    rope = dict(rope_type="llama3", rope_theta=5000.0, factor=8.0)
+    rope |= dict(low_freq_factor=1.0, high_freq_factor=4.0)
+    rope |= dict(original_max_position_embeddings=64)
+    model = tiny_model(
+        seed=3,
+        head_dim=24,
+        attention_bias=True,
+        mlp_bias=True,
+        tie_word_embeddings=True,
+        rope_parameters=rope,
+    )
+    rng = random.Random(0)
+    prompts = [[rng.randrange(256) for _ in range(n)] for n in (1, 5, 100, 130)]
+    want = []
+    for p in prompts:
+        ids = torch.tensor([p])
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6)
+        want.append(out[0, len(p) :].tolist())
+    engine = Engine(model, block_size=8, max_batch_tokens=16)
+    names = [engine.add_request(p, 6) for p in prompts]
+    done = engine.run_until_done()
+    assert [done[n] for n in names] == want
+    # 236 prompt tokens at 16 a step: at least 15 steps before the last token.
+    assert engine.stats()["steps"] >= 15 + 5
