@@ -58,3 +58,62 @@ def test_it_binds_loopback_only_unless_told(capsys):
     assert not is_loopback("0.0.0.0")
     assert main(["--host", "0.0.0.0", "--port", "0"]) == 2
     assert "--allow-remote" in capsys.readouterr().err
+
+
+def test_a_saved_transformers_model_and_tokenizer_load_and_serve(tmp_path):
+    """The path for any model id: a byte-level BPE tokenizer and the tiny model,
+    saved and loaded back the way a downloaded model is."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.server import load
+    from clusterlab.serving.tiny import tiny_model
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    bpe = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)}, merges=[]))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    PreTrainedTokenizerFast(tokenizer_object=bpe).save_pretrained(tmp_path)
+    tiny_model(seed=4).save_pretrained(tmp_path)
+    model, tok, name = load(str(tmp_path), "float64")
+    assert name == str(tmp_path) and model.dtype == torch.float64
+    ids = tok.encode("héllo 日本")
+    detok = tok.detokenizer()
+    assert "".join(detok.push(i) for i in ids) + detok.flush() == "héllo 日本"
+    engine = Engine(model)
+    rid = engine.add_request(ids, 5)
+    x = torch.tensor([ids])
+    want = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=5)
+    assert engine.run_until_done()[rid] == want[0, len(ids) :].tolist()
+
+
+def test_the_engine_loop_streams_tokens_and_reports_refusals():
+    import asyncio
+
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.server import EngineLoop
+    from clusterlab.serving.tiny import tiny_model
+
+    engine = Engine(tiny_model(), block_size=4, num_blocks=4)
+    loop = EngineLoop(engine)
+
+    async def ask(prompt, max_tokens):
+        _, out = loop.submit(prompt, max_tokens)
+        got = [await out.get()]
+        while got[-1][0] == "token":
+            got.append(await out.get())
+        return got
+
+    async def both():
+        return await asyncio.gather(ask([1, 2, 3], 3), ask([1] * 30, 3))
+
+    loop.start()
+    try:
+        fine, refused = asyncio.run(asyncio.wait_for(both(), timeout=30))
+    finally:
+        loop.stop()
+    assert [k for k, _ in fine] == ["token"] * 3 + ["done"] and fine[-1][1] == "length"
+    assert refused[0][0] == "error" and "never fit" in refused[0][1]
+    assert engine.stats()["blocks_used"] == 0

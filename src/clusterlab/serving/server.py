@@ -138,7 +138,11 @@ class EngineLoop:
                     cmd = self.commands.get(block=block, timeout=0.1 if block else None)
                     block = False
                     if cmd[0] == "add":
-                        engine.add_request(cmd[2], cmd[3], request_id=cmd[1])
+                        try:  # the handler checked first: this is a backstop
+                            engine.add_request(cmd[2], cmd[3], request_id=cmd[1])
+                        except ValueError as exc:
+                            self._send(cmd[1], ("error", str(exc)))
+                            self.streams.pop(cmd[1], None)
                     elif engine.abort_request(cmd[1]):
                         self.streams.pop(cmd[1], None)
             except queue.Empty:
@@ -296,6 +300,8 @@ def build_app(engine: Engine, tokenizer, model_name: str):
             if kind == "token":
                 n += 1
                 return detok.push(value), None
+            if kind == "error":
+                raise BadRequest(value)
             return detok.flush(), value
 
         if stream:
@@ -304,7 +310,13 @@ def build_app(engine: Engine, tokenizer, model_name: str):
                 reason = None
                 try:
                     while reason is None:
-                        text, reason = piece(*await out.get())
+                        try:
+                            text, reason = piece(*await out.get())
+                        except BadRequest as exc:
+                            reason = "error"
+                            error = error_body(exc.message, None, 400)
+                            yield f"data: {json.dumps(error)}\n\n"
+                            break
                         if text or reason:
                             extra = usage() if reason else None
                             data = json.dumps(chunk(rid, text, reason, extra))
@@ -325,7 +337,11 @@ def build_app(engine: Engine, tokenizer, model_name: str):
                     if await request.is_disconnected():
                         return JSONResponse(error_body("gone", None, 499), 499)
                     continue
-                text, reason = piece(*message)
+                try:
+                    text, reason = piece(*message)
+                except BadRequest as exc:
+                    reason = "error"
+                    return JSONResponse(error_body(exc.message, None, 400), 400)
                 parts.append(text)
         finally:
             if reason is None:
