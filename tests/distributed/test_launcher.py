@@ -186,7 +186,13 @@ def _run_script_and_signal(tmp_path, sig):
     rank_pids = [int(p.read_text()) for p in pid_dir.iterdir()]
     assert len(rank_pids) == 2
     proc.send_signal(sig)
-    proc.wait(30)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:  # stop what it left, then fail
+        for p in psutil.Process(proc.pid).children(recursive=True) + [proc]:
+            p.kill()
+        proc.wait(10)
+        raise
     gone_by = time.monotonic() + 10
     alive = rank_pids
     while time.monotonic() < gone_by:
