@@ -1,0 +1,18 @@
+"""Serving models on a cluster: a paged-attention engine and an OpenAI-style server.
+
+Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
+(``docs/architecture.md``), and loads on first use.
+
+- ``engine``: a continuous-batching engine with a paged KV cache, prefix caching
+  and chunked prefill, for Llama-architecture ``transformers`` models.
+- ``server``: an OpenAI-compatible completions server over the engine
+  (``python -m clusterlab.serving.server --host 127.0.0.1 --port 8000``).
+- ``tiny``: the book's tiny model: a seeded random Llama and a byte-level tokenizer.
+"""
+
+from clusterlab.core.lazy import submodules
+
+# The role of each file not named by its role.
+ROLES: dict[str, str] = {"engine": "ranks", "server": "measure", "tiny": "ranks"}
+
+__getattr__, __dir__ = submodules(__name__, __path__)
