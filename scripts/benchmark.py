@@ -141,8 +141,8 @@ WIDGETS = {
     "Lab 15 planner": "cl.planner.widget.planner_widget()",
     "Lab 16 stragglers": "cl.stragglers.widget.straggler_explorer()",
     "Lab 17 goodput": "cl.checkpointing.widget.goodput_widget()",
-    "Lab 20 economics": "cl.economics.widget.economics_explorer()",
-    "Lab 21 decision helper": "cl.decide.widget.decision_helper()",
+    "Lab 23 economics": "cl.economics.widget.economics_explorer()",
+    "Lab 24 decision helper": "cl.decide.widget.decision_helper()",
 }
 WIDGET_BUDGET_MS = 200.0
 

@@ -1,6 +1,6 @@
 """Measure how big each chart output of a lab is, as a kernel writes it.
 
-    .venv/bin/python scripts/measure_outputs.py labs/20_economics labs/16_stragglers
+    .venv/bin/python scripts/measure_outputs.py labs/23_economics labs/16_stragglers
 
 runs each lab with nbclient (as Jupyter would, in a temporary folder; the lab in
 the repository is not touched) and prints, for every output that carries a
@@ -110,7 +110,7 @@ def run_lab(path: Path, timeout_s: int = 600, allow_errors: bool = False):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("labs", nargs="+", help="e.g. labs/20_economics")
+    parser.add_argument("labs", nargs="+", help="e.g. labs/23_economics")
     parser.add_argument("--json", default=None, help="write the sizes here")
     parser.add_argument("--limit-bytes", type=int, default=LIMIT_BYTES)
     parser.add_argument("--book", action="store_true", help="render as the book")

@@ -67,7 +67,7 @@ class JupyterLab:
     """A JupyterLab server on loopback, serving copies of some labs.
 
     Args:
-        labs: lab names (``20_economics``) to copy into the server's folder.
+        labs: lab names (``23_economics``) to copy into the server's folder.
         workdir: an empty folder for the copies, settings and the server's log.
     """
 
@@ -400,7 +400,7 @@ class Notebook:
     Args:
         page: a Playwright page whose context already routes the network.
         lab: the ``JupyterLab`` server.
-        name: the lab's name, e.g. ``20_economics``.
+        name: the lab's name, e.g. ``23_economics``.
     """
 
     def __init__(self, page, lab: JupyterLab, name: str):

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.grade
 
 FIXTURES = ROOT / "tests" / "fixtures" / "grade"
 LAB = "01_grading_fixture"
-REAL_LABS = ["21_decide"]  # a short one: its instructor edition must pass
-PUPIL_LAB = "21_decide"  # its student edition, handed in untouched
+REAL_LABS = ["24_decide"]  # a short one: its instructor edition must pass
+PUPIL_LAB = "24_decide"  # its student edition, handed in untouched
 
 
 def _grade(submissions, labs, out, timeout_s, jobs=2):

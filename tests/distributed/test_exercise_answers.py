@@ -36,7 +36,7 @@ LAB_NAMES = {
         peak_flops=cl.models.interconnects.h100_peak_flops(),
         mfu=cl.models.interconnects.default_mfu(),
     ),
-    "20_economics": lambda: dict(econ=cl.models.economics),
+    "23_economics": lambda: dict(econ=cl.models.economics),
 }
 
 
