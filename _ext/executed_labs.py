@@ -21,6 +21,28 @@ import os
 CACHE_ENV = "CLUSTERLAB_EXECUTION_CACHE"
 
 
+def store(cache_dir: str, nb, path: str, seconds: float) -> None:
+    """Store an executed lab, outputs included, where the build will look for it.
+
+    Both writers use it: ``labs/conftest.py`` (nbval's run) and
+    ``scripts/execute_labs.py`` (``make book``).
+
+    Args:
+        cache_dir: the jupyter-cache folder.
+        nb: the lab as read from disk (``nbformat.NotebookNode``), with outputs.
+        path: the lab's file, as the build names it.
+        seconds: how long the lab ran, kept beside it.
+    """
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    get_cache(cache_dir).cache_notebook_bundle(
+        CacheBundleIn(nb, path, data={"execution_seconds": seconds}),
+        check_validity=False,
+        overwrite=True,
+    )
+
+
 def _config_inited(app, config) -> None:
     path = os.environ.get(CACHE_ENV)
     if not path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -129,16 +130,20 @@ def pytest_runtest_teardown(item, nextitem):
         c.cell_type == "code" and c.get("execution_count") is None for c in lab.nb.cells
     ):
         return  # a cell did not run (a deselected or skipped cell): not stored
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
-
     seconds = time.perf_counter() - _started.get(lab.nodeid, time.perf_counter())
     nb = nbformat.from_dict(lab.nb)
-    get_cache(_cache_dir(lab.config)).cache_notebook_bundle(
-        CacheBundleIn(nb, str(lab.path), data={"execution_seconds": seconds}),
-        check_validity=False,
-        overwrite=True,
-    )
+    _executed_labs().store(_cache_dir(lab.config), nb, str(lab.path), seconds)
+
+
+def _executed_labs():
+    """The book's ``_ext/executed_labs.py``, which owns the cache's layout."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "_ext" / "executed_labs.py"
+    spec = importlib.util.spec_from_file_location("executed_labs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_runtest_logreport(report):

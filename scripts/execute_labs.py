@@ -92,11 +92,10 @@ def main(argv=None) -> int:
     if args.cache is None:
         parser.error("--cache is required")
     labs = args.labs or sorted((ROOT / "labs").glob("[0-9][0-9]_*.ipynb"))
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from executed_labs import store
 
     args.cache.mkdir(parents=True, exist_ok=True)
-    cache = get_cache(str(args.cache))
     start, failed = time.perf_counter(), []
     with tempfile.TemporaryDirectory(prefix="clusterlab-labs-") as tmp:
         with ThreadPoolExecutor(args.jobs) as pool:
@@ -108,11 +107,7 @@ def main(argv=None) -> int:
                     continue
                 print(f"{lab.name:<28} {seconds:6.1f} s", flush=True)
                 nb = _with_outputs(lab, Path(tmp) / lab.name)
-                cache.cache_notebook_bundle(
-                    CacheBundleIn(nb, str(lab.resolve()), data={"seconds": seconds}),
-                    check_validity=False,
-                    overwrite=True,
-                )
+                store(str(args.cache), nb, str(lab.resolve()), seconds)
     total = time.perf_counter() - start
     print(f"{len(labs) - len(failed)} of {len(labs)} labs in {total:.0f} s", end="")
     print(f"; the build runs again: {', '.join(failed)}" if failed else "")

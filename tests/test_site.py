@@ -22,37 +22,17 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from book_helpers import ROOT, chromium_path, script_module
+from book_helpers import chromium_path, script_module
 
 pytestmark = pytest.mark.site
 
 AXE = script_module("axe_site")
 
 
-def _toc_pages() -> list[str]:
-    """Every page of _toc.yml as the path of its HTML file."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc.get("parts", []))
-    return [f"{f}.html" for f in files]
-
-
 # CLUSTERLAB_SITE_PAGES="labs/02_clocks.html ..." checks only those pages (with
 # CLUSTERLAB_SITE pointing at a build of them, see scripts/build_pages.py).
-PAGES = os.environ.get("CLUSTERLAB_SITE_PAGES", "").split() or _toc_pages()
+PAGES = os.environ.get("CLUSTERLAB_SITE_PAGES", "").split() or AXE.toc_pages()
 LAB01 = "labs/01_message_passing.html"
 needs_lab01 = pytest.mark.skipif(LAB01 not in PAGES, reason="Lab 01 is not checked")
 CHART = ".clusterlab-chart"
