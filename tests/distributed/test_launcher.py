@@ -165,6 +165,20 @@ def test_prints_come_back_by_rank_and_nothing_else_is_shown(capfd):
     assert err == ""
 
 
+def _default_signals():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _signal_masks(pid: int) -> str:
+    """The signal lines of /proc/PID/status, to say why a signal did nothing."""
+    try:
+        lines = open(f"/proc/{pid}/status").read().splitlines()
+    except OSError:
+        return "no /proc status"
+    return ", ".join(x for x in lines if x.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def _run_script_and_signal(tmp_path, sig):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
@@ -177,8 +191,11 @@ def _run_script_and_signal(tmp_path, sig):
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # A child inherits ignored and blocked signals: whatever ran earlier in
+        # this test process, the launcher starts as a reader's shell starts it.
+        preexec_fn=_default_signals,
     )
     deadline = time.monotonic() + 60
     while len(list(pid_dir.iterdir())) < 2 and time.monotonic() < deadline:
@@ -189,10 +206,13 @@ def _run_script_and_signal(tmp_path, sig):
     try:
         proc.wait(30)
     except subprocess.TimeoutExpired:  # stop what it left, then fail
+        masks = _signal_masks(proc.pid)
         for p in psutil.Process(proc.pid).children(recursive=True) + [proc]:
             p.kill()
         proc.wait(10)
-        raise
+        raise AssertionError(
+            f"the launcher did not exit within 30 s of {sig.name} ({masks})"
+        ) from None
     gone_by = time.monotonic() + 10
     alive = rank_pids
     while time.monotonic() < gone_by:
