@@ -149,6 +149,29 @@ def check_store_is_single_point(table: pd.DataFrame) -> None:
         raise AssertionError(f"no store error seen: {host_dead['errors']!r}")
 
 
+def check_rendezvous_survives(table: pd.DataFrame, state: dict, kill: dict) -> float:
+    """Both agents met although an etcd member (the leader) died between joins.
+
+    Args:
+        table, state, kill: what ``etcd_cluster.meet_losing_a_member`` returned.
+
+    Returns:
+        Seconds from the kill to etcd's new leader.
+    """
+    errors = [e for e in table["error"] if e]
+    if errors:
+        raise AssertionError(f"an agent failed after member {kill.get('member')} "
+                             f"was killed: {errors[0][:300]}")  # fmt: skip
+    if state.get("status") != "final" or sorted(state.get("participants", [])) != [
+        0,
+        1,
+    ]:
+        raise AssertionError(f"the rendezvous did not complete: {state}")
+    if kill.get("new_leader") is None or kill["new_leader"] == kill["member"]:
+        raise AssertionError(f"etcd elected no new leader after the kill: {kill}")
+    return float(kill["new_leader_s"])
+
+
 # -- Scheduling ---------------------------------------------------------------
 def check_gang_against_greedy(greedy: pd.DataFrame, gang: pd.DataFrame) -> None:
     """Greedy deadlocked holding idle GPUs; gang scheduling ran every job."""
