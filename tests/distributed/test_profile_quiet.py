@@ -9,7 +9,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from book_helpers import ROOT
+
+pytestmark = pytest.mark.dist
 
 _PROFILE = """
 import os, sys
