@@ -53,7 +53,10 @@ def provenance(argv: list[str]) -> dict:
     if torch.cuda.is_available():
         gpu = f"{torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}"
         cuda = str(torch.version.cuda)
-        nccl = ".".join(map(str, torch.cuda.nccl.version()))
+        try:
+            nccl = ".".join(map(str, torch.cuda.nccl.version()))
+        except (AttributeError, RuntimeError, TypeError):
+            nccl = "unknown"
         if shutil.which("nvidia-smi"):
             q = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
             out = subprocess.run(q, capture_output=True, text=True, check=False)
