@@ -85,3 +85,25 @@ def test_the_labs_profiled_step_writes_nothing_to_stderr():
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert "USDT" not in out.stderr and "profiler_st" not in out.stderr, out.stderr
+
+
+def test_in_a_kernel_the_profiled_step_shows_no_stderr_box():
+    """As the lab runs it: a Jupyter kernel profiles twice, with ranks forked."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import clusterlab as cl\n"
+            "P = cl.debugging.profile\n"
+            "small = P.profile_ddp_step(2, width=32, layers=2, bucket_mb=0.25)\n"
+            "big = P.profile_ddp_step(2, width=32, layers=2, bucket_mb=100.0)\n"
+            "print(len(small), len(big))"
+        )
+    ]
+    NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    stderr = [o["text"] for o in outputs if o.get("name") == "stderr"]
+    assert not stderr, stderr
+    assert any(o.get("name") == "stdout" for o in outputs)

@@ -125,7 +125,7 @@ def hidden_fraction(events: pd.DataFrame) -> float:
 #: ``profiler_stop`` to stderr at every profile unless its level, read once per
 #: process at the first profile, is above 5; with a level of 6 it prints nothing.
 KINETO_QUIET_LEVEL = "6"
-_KINETO_LINE = re.compile(r"^(USDT|STAGE):\S+ \S+ \d+:\d+ \S+\] ")
+_KINETO_LINE = re.compile(r"^\s*(USDT|STAGE):")
 
 
 @contextlib.contextmanager
