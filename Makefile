@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: book test check colab-check bench clean wheelhouse course lint unit labs site
+.PHONY: book test check colab-check bench clean wheelhouse course lint unit labs site gpu-check
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else "Python 3.11 to 3.13 is needed; set PYTHON=python3.11 (or 3.12, 3.13)")'
@@ -42,6 +42,12 @@ check: lint
 
 bench: $(VENV)/.installed
 	$(BIN)/python scripts/benchmark.py
+
+# The book's measurements on this machine's GPUs (matmul, bandwidth, memory
+# model, NCCL, tests/gpu, every lab, serving), with provenance, in a few
+# minutes; on a CPU it says what it skips. Results: _build/gpu_check/.
+gpu-check: $(VENV)/.installed
+	$(BIN)/python scripts/gpu_check.py
 
 # For a workshop with no network: every package the labs need, in wheelhouse/
 # (the editable line of requirements.txt is left out: it is this folder).

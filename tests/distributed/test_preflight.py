@@ -3,7 +3,8 @@
 One rank is slowed from outside its process (SIGSTOP/SIGCONT on a duty cycle,
 as a throttled or shared GPU would be), and node 1's clock is skewed through
 the documented test variable. The preflight must flag that rank and only it,
-and report node 1's offset within the error bound it states.
+report node 1's offset within the error bound it states, and test each rail:
+local rank i of one node with local rank i of the other.
 """
 
 import contextlib
@@ -134,3 +135,7 @@ def test_preflight_flags_the_slowed_rank_and_reports_the_injected_offset(
     assert abs(offset - SKEW_S) <= bound + 1e-6, (offset, bound)
     assert bound < 0.05  # a loopback round trip: milliseconds at most
     assert "preflight of 4 ranks" in logs
+    # every rail crosses the fabric: local rank i of node 0 <-> local rank i of 1
+    pairs = {(x["src"], x["dst"], x["rail"]) for x in rep["links"]}
+    assert pairs == {(0, 2, 0), (1, 3, 1), (2, 0, 0), (3, 1, 1)}, pairs
+    assert {r["matmul_dtype"] for r in rep["ranks"]} == {"float32"}  # on CPUs

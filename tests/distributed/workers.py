@@ -43,3 +43,21 @@ def listening_sockets(rank, world_size):
     listening = sorted({c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN})
     dist.barrier()
     return listening
+
+
+def preflight_clock(rank, world_size, skew_s=0.25, stamp_after_wait=True):
+    """The preflight's clock exchange, rank 1's clock ahead by ``skew_s``."""
+    from clusterlab.debugging.preflight import clock_group, clock_offsets
+
+    group = clock_group(dist.get_backend())
+    skew = skew_s if rank == 1 else 0.0
+    leaders = {0: 0, 1: 1}
+    try:
+        found = clock_offsets(
+            rank, leaders, lambda: time.time() + skew, 10, group, stamp_after_wait
+        )
+    except ValueError as err:  # non-causal stamps: the exchange measured nothing
+        return {"error": str(err)}
+    except RuntimeError as err:  # rank 1, when rank 0 gave up
+        return {"error": str(err)}
+    return {"found": found}

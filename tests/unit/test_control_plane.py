@@ -71,19 +71,47 @@ def test_minority_check_fails_when_the_minority_commits():
         C.check_minority_cannot_commit(_cut(applied=True))
 
 
-def _rounds(times):
+def _rounds(times, vote_rounds=None, max_timeout_s=0.8):
     return pd.DataFrame(
         {"round": range(len(times)), "election_s": times, "min_timeout_s": 0.4,
-         "max_timeout_s": 0.8, "heartbeat_s": 0.05}
+         "max_timeout_s": max_timeout_s, "heartbeat_s": 0.05,
+         "vote_rounds": vote_rounds or [1] * len(times)}
     )  # fmt: skip
 
 
 def test_election_check_fails_when_faster_than_the_timeout_or_far_slower():
-    assert len(C.check_election_times(_rounds([0.5, 0.8, 1.3]))) == 3
+    assert len(C.check_election_times(_rounds([0.5, 0.8, 1.3], [1, 1, 2]))) == 3
     with pytest.raises(AssertionError, match="less than min timeout"):
         C.check_election_times(_rounds([0.5, 0.05]))
-    with pytest.raises(AssertionError, match="more than 2 x max"):
-        C.check_election_times(_rounds([0.5, 5.0]))
+    with pytest.raises(AssertionError, match="more than 1 round"):
+        C.check_election_times(_rounds([0.5, 1.3]))  # one round cannot take 1.3 s
+    with pytest.raises(AssertionError, match="more than 2 round"):
+        C.check_election_times(_rounds([0.5, 1.8], [1, 2]))
+
+
+def test_the_election_window_is_tighter_than_two_rounds_plus_half_a_second():
+    lo, hi = M.election_window_s(0.4, 0.8, 0.05, 1, 0.01, C.ELECTION_NOISE_S)
+    assert (lo, hi) == pytest.approx((0.35, 0.86))
+    assert hi < 2 * 0.8 + 0.5
+
+
+def test_a_wrong_timeout_model_fails_the_judge(monkeypatch):
+    """Elections of a 0.4-0.8 s cluster, judged with a claimed max of 0.5 s."""
+    monkeypatch.setattr(C.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # quiet
+    measured = [0.45, 0.76, 0.62]
+    assert C.election_judge(_rounds(measured))[0] == "pass"
+    verdict, text = C.election_judge(_rounds(measured, max_timeout_s=0.5))
+    assert verdict == "miss" and "0.760" in text
+    monkeypatch.setattr(C.os, "getloadavg", lambda: (99.0, 99.0, 99.0))
+    assert C.election_judge(_rounds(measured, max_timeout_s=0.5))[0] == "busy"
+    assert C.election_judge(_rounds([0.2]))[0] == "wrong"  # load cannot speed up
+
+
+def test_the_election_window_refuses_bad_input():
+    with pytest.raises(ValueError, match="vote_rounds"):
+        M.election_window_s(0.4, 0.8, 0.05, 0)
+    with pytest.raises(ValueError, match="noise_s"):
+        M.election_window_s(0.4, 0.8, 0.05, 1, 0.0, -1.0)
 
 
 def _latency(batch, ms):

@@ -11,7 +11,15 @@ import pytest
 import yaml
 
 from book_helpers import ROOT
-from clusterlab.debugging.preflight import SKEW_ENV, clock_skews, ntp_offset, report
+from clusterlab.debugging.preflight import matmul_dtype
+from clusterlab.debugging.preflight_report import (
+    SKEW_ENV,
+    clock_skews,
+    ntp_offset,
+    rail_peers,
+    report,
+    table,
+)
 
 SBATCH = ROOT / "examples" / "hello.sbatch"
 PYTORCHJOB = ROOT / "examples" / "hello_pytorchjob.yaml"
@@ -129,7 +137,7 @@ def test_the_job_comparison_fails_when_nodes_steps_or_rendezvous_differ():
 
 
 def test_the_table_marks_what_is_flagged():
-    from clusterlab.debugging.preflight import _table
+    _table = table
 
     rep = report(_rows([10e9, 9e9, 11e9, 3e9]), {1: (0.25, 0.001)}, [1e9] * 4)
     lines = _table(rep).splitlines()
@@ -146,3 +154,53 @@ def test_bad_command_line_values_name_themselves():
         _args(["--window-s", "0"])
     with pytest.raises(ValueError, match="--bytes"):
         _args(["--bytes", "2"])
+
+
+def test_rail_peers_pair_each_local_rank_with_its_twin_on_the_next_node():
+    nodes = [0] * 8 + [1] * 8 + [2] * 8
+    local = list(range(8)) * 3
+    pairs = rail_peers(nodes, local)
+    for r, (dst, src) in enumerate(pairs):
+        assert local[dst] == local[r] == local[src]  # the same rail
+        assert nodes[dst] == (nodes[r] + 1) % 3 and nodes[src] == (nodes[r] - 1) % 3
+    rails = {local[r] for r, (dst, _) in enumerate(pairs) if nodes[dst] != nodes[r]}
+    assert rails == set(range(8))  # every NIC of every node carries traffic
+
+
+def test_the_plain_ring_fails_the_rail_rule():
+    """The old ring r -> r + 1 crosses nodes on one rail only: the test sees it."""
+    nodes, local = [0] * 8 + [1] * 8, list(range(8)) * 2
+    ring = [(r + 1) % 16 for r in range(16)]
+    crossing = {local[r] for r in range(16) if nodes[ring[r]] != nodes[r]}
+    assert crossing == {7} != {local[d] for d, _ in rail_peers(nodes, local)} - {None}
+
+
+def test_rail_peers_on_one_node_are_its_ring_and_bad_layouts_are_refused():
+    assert rail_peers([0, 0, 0], [0, 1, 2]) == [(1, 2), (2, 0), (0, 1)]
+    with pytest.raises(ValueError, match="ranks per node"):
+        rail_peers([0, 0, 1], [0, 1, 0])
+    with pytest.raises(ValueError, match="same ones"):
+        rail_peers([0, 0, 1, 1], [0, 1, 0, 2])
+    with pytest.raises(ValueError, match="repeated"):
+        rail_peers([0, 0], [0, 0])
+    with pytest.raises(ValueError, match="one entry per rank"):
+        rail_peers([0, 0], [0])
+
+
+def test_report_names_the_rail_of_each_link_that_crosses_nodes():
+    rows = _rows([10e9] * 4)
+    for r in rows:
+        r["local_rank"] = r["rank"] % 2
+    links = [(2, 1e9), (3, 0.1e9), (0, 1e9), (1, 1e9)]
+    rep = report(rows, {}, links)
+    assert [(x["src"], x["dst"], x["rail"]) for x in rep["links"]] == [
+        (0, 2, 0), (1, 3, 1), (2, 0, 0), (3, 1, 1),
+    ]  # fmt: skip
+    assert rep["slow_links"] == ["1->3"]
+    assert "rail 1" in table(rep)
+
+
+def test_the_matmul_runs_float32_on_a_cpu():
+    import torch
+
+    assert matmul_dtype(torch.device("cpu")) == torch.float32

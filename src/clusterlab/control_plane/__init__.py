@@ -9,6 +9,8 @@ Its code is reached as ``cl.control_plane.<file>.<name>``; each file holds one r
 - ``check``: Checks of the control plane: Raft's guarantees, the store, the schedulers.
 - ``etcd`` (measure): An etcd server on loopback, for torchrun's etcd rendezvous,
   started and stopped.
+- ``etcd_cluster`` (measure): A three-member etcd cluster on loopback, and a rendezvous
+  that loses its leader.
 - ``raft`` (measure): A Raft cluster of real replicas on loopback: elect, write, kill,
   partition.
 - ``raft_experiments`` (measure): Three experiments on a real Raft cluster: leader
@@ -28,6 +30,7 @@ from clusterlab.core.lazy import submodules
 # The role of each file not named by its role (docs/architecture.md).
 ROLES = {
     "etcd": "measure",
+    "etcd_cluster": "measure",
     "raft": "measure",
     "raft_experiments": "measure",
     "raft_replica": "ranks",

@@ -7,10 +7,13 @@ exercise. Every check is tested against a wrong input in ``tests/``.
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 
+from clusterlab.control_plane.raft_replica import AUTO_TICK_S
 from clusterlab.core.checks import not_attempted, passed
-from clusterlab.models.consensus import election_time_bounds_s
+from clusterlab.models.consensus import election_window_s
 
 
 # -- Raft ---------------------------------------------------------------------
@@ -70,32 +73,61 @@ def check_minority_cannot_commit(cut: dict) -> None:
             raise AssertionError(f"{replica} lacks the majority's committed write")
 
 
-def check_election_times(rounds: pd.DataFrame, slack_s: float = 0.5) -> pd.Series:
-    """Each election took between ``min - heartbeat`` and ``2 max + slack_s``.
+#: The vote's round trip and a replica woken late, seconds: measured up to
+#: 8 ms (median 2 ms) over 24 elections on 2 CPU cores, quiet and beside two
+#: busy loops; 0.05 s allows six times the worst.
+ELECTION_NOISE_S = 0.05
 
-    Faster than the timeout is impossible (a follower waits it out); slower
-    than two rounds of the largest timeout (one failed vote allowed) plus
-    ``slack_s`` for a busy machine says the timeouts do not explain it.
+
+def election_judge(rounds: pd.DataFrame, noise_s: float = ELECTION_NOISE_S):
+    """A ``cl.core.busy.retry`` judge: every election inside its Raft window.
+
+    Each election's window is ``election_window_s`` for the rounds its terms
+    show (``vote_rounds``), the replicas' tick and ``noise_s``. Sooner than
+    the window is ``"wrong"`` (noise only adds time); later is ``"busy"`` when
+    the machine's load exceeds its cores, else ``"miss"``.
 
     Returns:
-        The election times, seconds.
+        ``(verdict, text)``.
     """
     if rounds.empty:
         raise AssertionError("no leader was killed")
     r = rounds.iloc[0]
-    lo, hi = election_time_bounds_s(r.min_timeout_s, r.max_timeout_s, r.heartbeat_s)
-    t = rounds["election_s"]
-    if (t < lo).any():
-        raise AssertionError(
-            f"an election took {t.min():.3f} s, less than min timeout - heartbeat "
-            f"= {lo:.3f} s: followers cannot stand before their timeout"
-        )
-    if (t > hi + slack_s).any():
-        raise AssertionError(
-            f"an election took {t.max():.3f} s, more than 2 x max timeout + "
-            f"{slack_s} s = {hi + slack_s:.3f} s"
-        )
-    return t
+    texts, verdict = [], "pass"
+    for row in rounds.itertuples():
+        lo, hi = election_window_s(
+            r.min_timeout_s, r.max_timeout_s, r.heartbeat_s,
+            int(getattr(row, "vote_rounds", 1)), AUTO_TICK_S, noise_s,
+        )  # fmt: skip
+        t = row.election_s
+        texts.append(f"{t:.3f} s in [{lo:.2f}, {hi:.2f}]")
+        if t < lo:
+            return "wrong", (
+                f"an election took {t:.3f} s, less than min timeout - heartbeat "
+                f"= {lo:.3f} s: followers cannot stand before their timeout"
+            )
+        if t > hi:
+            busy = os.getloadavg()[0] > (os.cpu_count() or 1)
+            verdict = "busy" if busy else "miss"
+            texts[-1] = (
+                f"an election took {t:.3f} s, more than {int(row.vote_rounds)} "
+                f"round(s) of the max timeout + tick + {noise_s} s = {hi:.3f} s"
+            )
+    return verdict, "; ".join(texts)
+
+
+def check_election_times(
+    rounds: pd.DataFrame, noise_s: float = ELECTION_NOISE_S
+) -> pd.Series:
+    """Each election inside its window (``election_judge``), or AssertionError.
+
+    Returns:
+        The election times, seconds.
+    """
+    verdict, text = election_judge(rounds, noise_s)
+    if verdict != "pass":
+        raise AssertionError(text)
+    return rounds["election_s"]
 
 
 def check_write_latency(immediate: pd.DataFrame, batched: pd.DataFrame) -> dict:
@@ -147,6 +179,29 @@ def check_store_is_single_point(table: pd.DataFrame) -> None:
     store_error = ("RendezvousConnectionError", "DistNetworkError", "DistStoreError")
     if not any(e in host_dead["errors"] for e in store_error):
         raise AssertionError(f"no store error seen: {host_dead['errors']!r}")
+
+
+def check_rendezvous_survives(table: pd.DataFrame, state: dict, kill: dict) -> float:
+    """Both agents met although an etcd member (the leader) died between joins.
+
+    Args:
+        table, state, kill: what ``etcd_cluster.meet_losing_a_member`` returned.
+
+    Returns:
+        Seconds from the kill to etcd's new leader.
+    """
+    errors = [e for e in table["error"] if e]
+    if errors:
+        raise AssertionError(f"an agent failed after member {kill.get('member')} "
+                             f"was killed: {errors[0][:300]}")  # fmt: skip
+    if state.get("status") != "final" or sorted(state.get("participants", [])) != [
+        0,
+        1,
+    ]:
+        raise AssertionError(f"the rendezvous did not complete: {state}")
+    if kill.get("new_leader") is None or kill["new_leader"] == kill["member"]:
+        raise AssertionError(f"etcd elected no new leader after the kill: {kill}")
+    return float(kill["new_leader_s"])
 
 
 # -- Scheduling ---------------------------------------------------------------
@@ -220,10 +275,12 @@ def commit_index(fn) -> bool:
 __all__ = [
     "check_backfill",
     "check_election_times",
+    "election_judge",
     "check_gang_against_greedy",
     "check_minority_cannot_commit",
     "check_no_lost_commits",
     "check_one_leader_per_term",
+    "check_rendezvous_survives",
     "check_store_is_single_point",
     "check_topology_placement",
     "check_write_latency",

@@ -139,7 +139,27 @@ class EtcdServer:
         return self._get(f"/v2/keys/{key.lstrip('/')}?recursive=true")
 
 
-def meet_through_etcd(server: EtcdServer, n_nodes: int = 2, timeout_s: float = 30.0):
+def _state_key(run_id: str) -> str:
+    return f"torchelastic/p2p/run_{run_id}/rdzv/active_version"
+
+
+def _wait_for_participants(server, run_id: str, n: int, timeout_s: float) -> None:
+    """Block until etcd's rendezvous state lists ``n`` participants."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            state = json.loads(server.get_v2(_state_key(run_id))["node"]["value"])
+            if len(state.get("participants", [])) >= n:
+                return
+        except (OSError, KeyError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"no {n} participant(s) in etcd within {timeout_s} s")
+
+
+def meet_through_etcd(
+    server, n_nodes: int = 2, timeout_s: float = 30.0, between_joins=None
+):
     """Run torch's etcd rendezvous for ``n_nodes`` agents (threads) in this process.
 
     Each thread builds the handler ``torchrun --rdzv-backend etcd`` builds and
@@ -147,9 +167,11 @@ def meet_through_etcd(server: EtcdServer, n_nodes: int = 2, timeout_s: float = 3
     read back over etcd's own HTTP API.
 
     Args:
-        server: a running ``EtcdServer``.
+        server: a running ``EtcdServer`` (or ``etcd_cluster.EtcdCluster``).
         n_nodes: agents, in [1, 8].
         timeout_s: the rendezvous' join timeout, seconds.
+        between_joins: None, or a function called once the first agent has
+            joined (etcd holds one participant) and before the others start.
 
     Returns:
         ``(table, state)``: one row per agent (``node, rank, world_size,
@@ -195,13 +217,17 @@ def meet_through_etcd(server: EtcdServer, n_nodes: int = 2, timeout_s: float = 3
     log.setLevel(logging.WARNING)  # its INFO lines go to stderr, one per step
     try:
         threads = [threading.Thread(target=agent, args=(i,)) for i in range(n_nodes)]
-        for t in threads:
+        threads[0].start()
+        if between_joins is not None:
+            _wait_for_participants(server, run_id, 1, timeout_s)
+            between_joins()
+        for t in threads[1:]:
             t.start()
         for t in threads:
             t.join(timeout_s + 10.0)
     finally:
         log.setLevel(level)
-    key = f"torchelastic/p2p/run_{run_id}/rdzv/active_version"
+    key = _state_key(run_id)
     try:
         state = json.loads(server.get_v2(key)["node"]["value"])
     except (OSError, KeyError, ValueError) as err:

@@ -108,6 +108,14 @@ def leader_kills(
             new = rc.wait_for_leader()
             elected = [e for e in rc.events if e.get("state") == "leader"]
             first = min((e for e in elected if e["t"] > t_kill), key=lambda e: e["t"])
+            old_term = max(e["term"] for e in elected if e["t"] <= t_kill)
+            stood = [
+                e["t"]
+                for e in rc.events
+                if e.get("state") == "candidate"
+                and e["node"] == first["node"]
+                and t_kill < e["t"] <= first["t"]
+            ]
             rounds.append(
                 {
                     "round": k,
@@ -115,6 +123,8 @@ def leader_kills(
                     "new_leader": new,
                     "election_s": first["t"] - t_kill,
                     "term": first["term"],
+                    "vote_rounds": first["term"] - old_term,
+                    "vote_s": first["t"] - max(stood, default=first["t"]),
                     **timing,
                 }
             )

@@ -35,6 +35,11 @@ _out_lock = threading.Lock()
 _blocked: set = set()
 
 
+#: How often each replica's loop runs (pysyncobj's ``autoTickPeriod``), seconds:
+#: a timeout that expired is noticed at the next tick.
+AUTO_TICK_S = 0.01
+
+
 def emit(obj: dict) -> None:
     """Write one JSON line (one write, under a lock: lines never interleave)."""
     with _out_lock:
@@ -132,7 +137,7 @@ def main() -> None:
         raftMinTimeout=args.min_timeout_s,
         raftMaxTimeout=args.max_timeout_s,
         appendEntriesPeriod=args.heartbeat_s,
-        autoTickPeriod=0.01,
+        autoTickPeriod=AUTO_TICK_S,
         appendEntriesUseBatch=args.batch,
         connectionRetryTime=0.2,
         connectionTimeout=1.0,

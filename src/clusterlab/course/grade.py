@@ -108,13 +108,25 @@ def _cells(path: Path) -> list:
         return []
 
 
-def run_notebook(path: Path, timeout_s: float, executed: Path | None = None):
+#: Names the student whose notebook runs (labs that draw a case per student).
+STUDENT_ENV = "CLUSTERLAB_STUDENT"
+
+
+def run_notebook(
+    path: Path,
+    timeout_s: float,
+    executed: Path | None = None,
+    student: str | None = None,
+):
     """Run one notebook in a fresh kernel under ``timeout_s``; return a ``Run``.
 
     Args:
         path: the submitted notebook.
         timeout_s: the limit for the whole notebook, kernel start included.
         executed: where to save the notebook with its outputs (optional).
+        student: whose notebook it is: the kernel gets it as
+            ``$CLUSTERLAB_STUDENT``, so a case drawn per student (the debugging
+            lab's mystery) is drawn for this one.
     """
     try:
         sources = [c.source for c in nbformat.read(path, as_version=4).cells]
@@ -139,6 +151,8 @@ def run_notebook(path: Path, timeout_s: float, executed: Path | None = None):
             "TMPDIR": str(tmp / "work"),  # what the notebook leaves goes with it
             "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),  # the kernel's connection
         }
+        if student:
+            env[STUDENT_ENV] = student
         argv = [sys.executable, "-P", str(RUNNER), str(path), str(out_nb)]
         argv += [str(cells_log), str(tmp / "work")]
         start = time.monotonic()
@@ -230,7 +244,7 @@ def grade(
                     calls.setdefault(name, []).append(i)
         expected = expected or list(calls)
         out = notebooks / student / f"{lab}.ipynb" if notebooks else None
-        run = run_notebook(path, timeout_s, out)
+        run = run_notebook(path, timeout_s, out, student=student)
         extra = {"student": student, "lab": lab, "elapsed_s": f"{run.elapsed_s:.1f}"}
         extra["notebook"] = str(out) if out and out.exists() else ""
         return [dict(r, **extra) for r in report.verdicts(expected, calls, run)]

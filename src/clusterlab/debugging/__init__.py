@@ -14,6 +14,8 @@ Its code is reached as ``cl.debugging.<file>.<name>``; each file holds one role
   debugs a real job.
 - ``preflight`` (measure): A preflight check to run on every rank of a real job
   before it trains.
+- ``preflight_report`` (measure): The preflight check's arithmetic: clock offsets, rail
+  pairs and its report.
 - ``profile`` (measure): A ``torch.profiler`` trace of one data-parallel step, as a tidy
   DataFrame.
 - ``ranks``: Training steps that go wrong the ways real jobs do, one fault at a time.
@@ -31,6 +33,7 @@ ROLES = {
     "evidence": "check",
     "faults": "measure",
     "preflight": "measure",
+    "preflight_report": "measure",
     "profile": "measure",
     "stacks": "measure",
     "timings": "measure",

@@ -4,9 +4,20 @@
 whose answer is known and expects ``(rank, cause)`` back, ``cause`` one of
 ``CAUSES``. The jobs are built here, in the layout ``py-spy dump`` prints, one
 per cause and culprit; the lab's own real job can be added with ``job=``.
+
+``mystery_case`` draws the lab's hidden fault and culprit for one student, from
+the student's name and the course's seed, so that students compare methods,
+not answers. The autograder names the student (``STUDENT_ENV``) of each graded
+notebook, so the job in a graded run is the one drawn for that student, and
+``hung_job_diagnosis`` refuses another.
 """
 
 from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -24,6 +35,51 @@ FAULT_CAUSES = {
     "skip": "skipped_collective",
     "mismatch_op": "mismatched_collective",
 }
+
+
+#: Who the mystery is drawn for; the autograder sets it to the student's folder.
+STUDENT_ENV = "CLUSTERLAB_STUDENT"
+#: The course's seed (one per course or semester, set by the instructor).
+COURSE_SEED_ENV = "CLUSTERLAB_COURSE_SEED"
+#: The culprits a mystery may have: any rank of the four but rank 0.
+MYSTERY_CULPRITS = (1, 2, 3)
+
+
+class MysteryCase(NamedTuple):
+    """The hidden fault drawn for one student."""
+
+    student: str
+    course_seed: str
+    fault: str
+    culprit: int
+
+
+def mystery_case(student: str | None = None, course_seed=None) -> MysteryCase:
+    """The fault and culprit of the lab's mystery job for one student.
+
+    The draw is a SHA-256 hash of the course seed and the name (trimmed, case
+    folded), so it is the same on every machine and in the autograder, and
+    differs from student to student (9 cases: 3 faults, 3 culprits).
+
+    Args:
+        student: the student's name; ``$CLUSTERLAB_STUDENT`` wins when set (the
+            autograder sets it), then this, then the login name.
+        course_seed: the course's seed; ``$CLUSTERLAB_COURSE_SEED`` wins when
+            set, then this, then ``"0"``.
+
+    Returns:
+        ``MysteryCase(student, course_seed, fault, culprit)``.
+    """
+    name = os.environ.get(STUDENT_ENV) or student or getpass.getuser()
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"student={name!r} must be a non-empty name")
+    seed = os.environ.get(COURSE_SEED_ENV) or course_seed
+    seed = "0" if seed is None else str(seed)
+    key = f"{seed}\0{name.strip().casefold()}".encode()
+    draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
+    cases = [(f, c) for f in sorted(FAULT_CAUSES) for c in MYSTERY_CULPRITS]
+    fault, culprit = cases[draw % len(cases)]
+    return MysteryCase(name.strip(), seed, fault, culprit)
 
 
 _COLL = [
@@ -119,6 +175,13 @@ def hung_job_diagnosis(fn, job=None) -> bool:
     """
     name = "hung_job_diagnosis"
     cases = list(_cases())
+    if job is not None and os.environ.get(STUDENT_ENV):
+        case = mystery_case()
+        if (job.fault, job.culprit) != (case.fault, case.culprit):
+            raise AssertionError(
+                f"this job ({job.fault}, rank {job.culprit}) is not the mystery "
+                f"drawn for {case.student!r}: run the lab's mystery_case() cell"
+            )
     if job is not None:
         cases.append((job.fault, job.culprit, (group_stacks(job.dumps), job.timings)))
     for fault, culprit, (groups, timings) in cases:
@@ -145,4 +208,13 @@ def hung_job_diagnosis(fn, job=None) -> bool:
     return passed(name, f"{len(cases)} hung jobs diagnosed: culprit and cause")
 
 
-__all__ = ["CAUSES", "FAULT_CAUSES", "hung_job_diagnosis", "synthetic_hung_job"]
+__all__ = [
+    "CAUSES",
+    "COURSE_SEED_ENV",
+    "FAULT_CAUSES",
+    "STUDENT_ENV",
+    "MysteryCase",
+    "hung_job_diagnosis",
+    "mystery_case",
+    "synthetic_hung_job",
+]

@@ -21,7 +21,11 @@ backward pass was computing: what the overlap hid.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import sys
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -117,6 +121,40 @@ def hidden_fraction(events: pd.DataFrame) -> float:
     return float(np.clip(overlap / total, 0.0, 1.0))
 
 
+#: Kineto (the profiler's C++ half) prints ``USDT: ... profiler_start`` and
+#: ``profiler_stop`` to stderr at every profile unless its level, read once per
+#: process at the first profile, is above 5; with a level of 6 it prints nothing.
+KINETO_QUIET_LEVEL = "6"
+_KINETO_LINE = re.compile(r"^\s*(USDT|STAGE):")
+
+
+@contextlib.contextmanager
+def quiet_kineto():
+    """Keep Kineto's progress lines (``USDT:``, ``STAGE:``) out of stderr.
+
+    Sets ``KINETO_LOG_LEVEL`` (unless the reader set it) before the process's
+    first profile, and, for a process whose Kineto started earlier, captures
+    file descriptor 2 for the block and writes back every other line.
+    """
+    os.environ.setdefault("KINETO_LOG_LEVEL", KINETO_QUIET_LEVEL)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            text = caught.read().decode(errors="replace")
+            kept = [ln for ln in text.splitlines(True) if not _KINETO_LINE.match(ln)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
 def profile_step_worker(
     rank: int,
     world_size: int,
@@ -149,7 +187,7 @@ def profile_step_worker(
     for _ in range(2):  # the first steps build buckets and connections
         ddp(x).square().mean().backward()
     dist.barrier()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with quiet_kineto(), profile(activities=[ProfilerActivity.CPU]) as prof:
         ddp(x).square().mean().backward()
     if trace_dir:
         prof.export_chrome_trace(os.path.join(trace_dir, f"rank{rank}.json"))
@@ -165,7 +203,7 @@ def _warm_profiler() -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with quiet_kineto(), profile(activities=[ProfilerActivity.CPU]) as prof:
         torch.zeros(1).add_(1)
     prof.events()
 
@@ -222,5 +260,6 @@ __all__ = [
     "hidden_fraction",
     "profile_ddp_step",
     "profile_step_worker",
+    "quiet_kineto",
     "step_events",
 ]

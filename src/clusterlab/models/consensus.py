@@ -98,9 +98,47 @@ def election_time_bounds_s(
     return lo - hb, r * hi
 
 
+def election_window_s(
+    min_timeout_s: float,
+    max_timeout_s: float,
+    heartbeat_s: float,
+    vote_rounds: int = 1,
+    tick_s: float = 0.0,
+    noise_s: float = 0.0,
+) -> tuple[float, float]:
+    """The window a new leader appears in, given the rounds its election took.
+
+    The last heartbeat reached the followers at most ``heartbeat_s`` before the
+    kill, and each drew a timeout in ``[min, max]`` then: the first candidacy
+    comes no sooner than ``min - heartbeat`` after the kill and no later than
+    ``max`` (plus the ``tick_s`` at which a replica looks at its timer). Each
+    failed vote (``vote_rounds`` > 1, read from the terms the election took)
+    adds at most another ``max``. The vote itself is a round trip on top,
+    which with a late-woken process is the measured ``noise_s``.
+
+    Args:
+        min_timeout_s, max_timeout_s: the election timeout range, seconds.
+        heartbeat_s: the leader's heartbeat period, seconds, <= min.
+        vote_rounds: terms the election took, in [1, 100].
+        tick_s: how often a replica checks its timer, seconds, in [0, max].
+        noise_s: the vote's round trip and scheduling delay, seconds, in [0, 60].
+
+    Returns:
+        ``(low_s, high_s)``.
+    """
+    lo = check_float("min_timeout_s", min_timeout_s, 0.0, 3600.0)
+    hi = check_float("max_timeout_s", max_timeout_s, lo, 3600.0)
+    hb = check_float("heartbeat_s", heartbeat_s, 0.0, lo)
+    r = check_int("vote_rounds", vote_rounds, 1, 100)
+    tick = check_float("tick_s", tick_s, 0.0, hi)
+    noise = check_float("noise_s", noise_s, 0.0, 60.0)
+    return lo - hb, r * (hi + tick) + noise
+
+
 __all__ = [
     "commit_latency_s",
     "election_time_bounds_s",
+    "election_window_s",
     "expected_first_timeout_s",
     "quorum_size",
     "tolerated_failures",
