@@ -38,7 +38,8 @@ def _table_commands() -> list[dict]:
             {
                 "add": {
                     "chain": {
-                        **table,
+                        "family": "inet",
+                        "table": TABLE,
                         "name": chain,
                         "type": "filter",
                         "hook": chain,
