@@ -16,7 +16,7 @@ from clusterlab.cluster.names import netns_name
 from clusterlab.cluster.topology import Topology
 
 PREFIXLEN = 24
-BURST_BYTES = 128 * 1024
+BURST_BYTES = 32 * 1024
 LATENCY = "50ms"
 
 
