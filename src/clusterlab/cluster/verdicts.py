@@ -58,10 +58,20 @@ def link_fit(df: pd.DataFrame) -> pd.DataFrame:
         top = g[g["size_mib"] == g["size_mib"].max()]
         frac = float(top["busbw_GBps"].max() / (rate * 1e6 / 8 / 1e9))
         tol = max(MIN_TOLERANCE, 3 * noise)
-        rows.append({"rate_mbit": rate, "alpha_s": alpha, "beta_s_per_B": beta,
-                     "beta_model_s_per_B": model, "beta_over_model": beta / model,
-                     "noise": noise, "tolerance": tol, "busbw_over_link": frac,
-                     "ok": abs(beta / model - 1) <= tol and 0.6 <= frac <= 1.05})  # fmt: skip
+        ok = abs(beta / model - 1) <= tol and 0.6 <= frac <= 1.05
+        rows.append(
+            {
+                "rate_mbit": rate,
+                "alpha_s": alpha,
+                "beta_s_per_B": beta,
+                "beta_model_s_per_B": model,
+                "beta_over_model": beta / model,
+                "noise": noise,
+                "tolerance": tol,
+                "busbw_over_link": frac,
+                "ok": ok,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -96,8 +106,13 @@ def hierarchy_ratio(df: pd.DataFrame, model: float, low: float = 1.2) -> dict:
         raise ValueError("df must hold runs of both 'ring' and 'hierarchical'")
     ratio = float(best["ring"] / best["hierarchical"])
     ok = low <= ratio <= model * 1.10
-    return {"ring_s": float(best["ring"]), "hierarchical_s": float(best["hierarchical"]),
-            "ratio": ratio, "model": model, "ok": ok}  # fmt: skip
+    return {
+        "ring_s": float(best["ring"]),
+        "hierarchical_s": float(best["hierarchical"]),
+        "ratio": ratio,
+        "model": model,
+        "ok": ok,
+    }
 
 
 def check_hierarchy(df: pd.DataFrame, model: float) -> dict:
