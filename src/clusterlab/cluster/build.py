@@ -20,6 +20,28 @@ BURST_BYTES = 32 * 1024
 LATENCY = "50ms"
 
 
+def _off_the_event_loop(fn):
+    """Run ``fn`` in a thread of its own when this thread runs an event loop.
+
+    pyroute2's synchronous API drives an asyncio loop of its own, which cannot
+    start inside a running one (a Jupyter kernel's).
+    """
+    import asyncio
+    import functools
+    from concurrent.futures import ThreadPoolExecutor
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return fn(*args, **kwargs)
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(fn, *args, **kwargs).result()
+
+    return wrapper
+
+
 def namespaces(topology: Topology, cluster_id: str) -> dict[str, str]:
     """The namespace of each part: ``{"fabric": ..., "node0": ..., ...}``."""
     parts = ["fabric", *topology.node_names]
@@ -44,6 +66,7 @@ def _index(ipr, ifname: str) -> int:
     return found[0]
 
 
+@_off_the_event_loop
 def build(topology: Topology, cluster_id: str) -> dict[str, str]:
     """Make the namespaces, switches and shaped links of ``topology``.
 
@@ -107,6 +130,7 @@ def _uplink(fab, link) -> None:
         _shape(fab, idx, link.rate_mbit)
 
 
+@_off_the_event_loop
 def set_link(spaces: dict[str, str], ifname: str, up: bool) -> None:
     """Take one link down or up, at its fabric end (the peer loses carrier)."""
     from pyroute2 import NetNS
@@ -118,6 +142,7 @@ def set_link(spaces: dict[str, str], ifname: str, up: bool) -> None:
         fab.close()
 
 
+@_off_the_event_loop
 def link_state(spaces: dict[str, str], ifname: str) -> str:
     """``"up"`` or ``"down"``: the administrative state of a link's fabric end."""
     from pyroute2 import NetNS
