@@ -58,3 +58,15 @@ def test_forcing_the_fallback_says_why_in_one_sentence_and_exits_2(monkeypatch):
         and out.stderr.count(".") == 1
         and "Traceback" not in out.stderr
     )
+
+
+def test_the_diagram_draws_every_link_the_build_makes_at_its_rate():
+    from clusterlab.cluster.diagram import frames, topology_diagram
+
+    t = Topology(nodes=4, rate_mbit=100, kind="two_tier", leaves=2, uplink_mbit=50)
+    boxes, links = frames(t)
+    assert set(boxes["id"]) == set(t.node_names) | set(t.switches)
+    drawn = {(r.src, r.dst, r.label) for r in links.itertuples()}
+    assert drawn == {(lk.b, lk.a, f"{lk.rate_mbit:g} Mbit/s") for lk in t.links}
+    assert "10.213.0.4" in " ".join(boxes["label"])
+    assert topology_diagram(t).to_dict()["title"]["subtitle"] == t.describe()

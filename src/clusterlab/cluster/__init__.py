@@ -11,8 +11,10 @@ A layer like ``core`` (it imports only ``core``); topics may use it. Reached as
 - ``launch``: ``cl.launch`` with its ranks placed on emulated nodes.
 - ``allreduce``: a timed all-reduce, flat ring or hierarchical.
 - ``support``: whether this machine can emulate, and if not why.
-
-
+- ``recorded``: sweeps across nodes, or the book's recorded run where none can run.
+- ``experiments``: the network labs' experiments, at SMOKE and FULL size.
+- ``verdicts``: the checks that decide the network claims from measured runs.
+- ``diagram``: the topology drawn from the object that builds it.
 
 ``python -m clusterlab.cluster allreduce ... --json`` runs one from a shell.
 """
