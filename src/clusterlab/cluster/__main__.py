@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--algorithm", choices=ALGORITHMS, default="ring")
     a.add_argument("--reps", type=int, default=1)
     a.add_argument("--timeout", type=float, default=120.0)
+    a.add_argument(
+        "--launcher",
+        choices=("torchrun", "fork"),
+        default="torchrun",
+        help="one torchrun agent per node (as on a cluster), or forked ranks",
+    )
     a.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("cleanup", help="remove clusters whose driver has gone")
     return p
@@ -50,16 +56,24 @@ def allreduce(args) -> dict:
     reps = check_int("reps", args.reps, 1, 20)
     topology = Topology(nodes=args.nodes, rate_mbit=args.rate_mbit)
     with EmulatedCluster(topology) as c:
-        times = launch(
-            timed_allreduce,
-            ranks_per_node=args.ranks_per_node,
-            cluster=c,
-            timeout=args.timeout,
-            size_bytes=size_bytes,
-            per_node=args.ranks_per_node,
-            algorithm=args.algorithm,
-            reps=reps,
-        )
+        if args.launcher == "torchrun":
+            from clusterlab.cluster.agents import run_torchrun
+
+            out = run_torchrun(c, args.ranks_per_node, "clusterlab.cluster.allreduce",
+                               size_bytes, args.ranks_per_node, args.algorithm, reps,
+                               timeout_s=args.timeout)  # fmt: skip
+            times = [out["seconds"]]
+        else:
+            times = launch(
+                timed_allreduce,
+                ranks_per_node=args.ranks_per_node,
+                cluster=c,
+                timeout=args.timeout,
+                size_bytes=size_bytes,
+                per_node=args.ranks_per_node,
+                algorithm=args.algorithm,
+                reps=reps,
+            )
         addresses = topology.addresses
     world = args.nodes * args.ranks_per_node
     seconds = min(max(t[i] for t in times) for i in range(reps))
@@ -74,6 +88,7 @@ def allreduce(args) -> dict:
         "busbw_GBps": busbw / 1e9,
         "link_GBps": args.rate_mbit * 1e6 / 8 / 1e9,
         "node_addresses": addresses,
+        "launcher": args.launcher,
     }
 
 
@@ -93,6 +108,9 @@ def main(argv=None) -> int:
     try:
         record = allreduce(args)
     except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:  # an agent or a rank failed: say which, and why
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.json:

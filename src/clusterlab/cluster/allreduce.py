@@ -101,3 +101,38 @@ def timed_allreduce(
 def bus_bandwidth_Bps(size_bytes: float, seconds: float, world_size: int) -> float:
     """nccl-tests' bus bandwidth of an all-reduce: ``S 2 (p - 1) / p / t``."""
     return size_bytes * 2 * (world_size - 1) / world_size / seconds
+
+
+def main(argv=None) -> int:
+    """One rank under torchrun: time the all-reduce, rank 0 prints the seconds.
+
+    Usage (started by ``agents.run_torchrun``, one agent per node)::
+
+        python -m clusterlab.cluster.allreduce SIZE_BYTES PER_NODE ALGORITHM REPS
+    """
+    import json
+    import os
+    import sys
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    size_bytes, per_node, algorithm, reps = (argv or sys.argv[1:])[:4]
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    times = timed_allreduce(rank, world, size_bytes=int(size_bytes),
+                            per_node=int(per_node), algorithm=algorithm,
+                            reps=int(reps))  # fmt: skip
+    gathered = [None] * world
+    dist.all_gather_object(gathered, times)
+    if rank == 0:
+        slowest = [max(t[i] for t in gathered) for i in range(int(reps))]
+        print("RESULT " + json.dumps({"seconds": slowest, "host": os.uname()[1]}))
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
