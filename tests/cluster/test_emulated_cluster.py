@@ -191,3 +191,20 @@ def test_no_listener_of_the_cluster_appears_on_the_host():
         host = _off_loopback(_listeners("/proc/self/net/tcp"))
         assert [e for e in host - before if e[1] == port] == []
     p.wait(timeout=10)
+
+
+def test_an_oversubscribed_spine_sets_the_rate_of_a_ring_across_leaves():
+    from clusterlab.cluster.allreduce import bus_bandwidth_Bps, timed_allreduce
+    from clusterlab.cluster.emulated import EmulatedCluster
+    from clusterlab.cluster.launch import launch
+    from clusterlab.cluster.topology import Topology
+
+    topo = Topology(nodes=4, rate_mbit=200, kind="two_tier", leaves=2, uplink_mbit=50)
+    assert topo.oversubscription == 8.0
+    size = 8 * 2**20
+    with EmulatedCluster(topo) as c:
+        times = launch(timed_allreduce, cluster=c, timeout=60, size_bytes=size,
+                       per_node=1, algorithm="ring", reps=1)  # fmt: skip
+    busbw = bus_bandwidth_Bps(size, max(t[0] for t in times), 4)
+    assert 0.6 <= busbw / (50e6 / 8) <= 1.05, busbw
+    assert busbw / (200e6 / 8) < 0.3, "the nodes' own links set the rate, not the spine"
