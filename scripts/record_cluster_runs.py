@@ -43,8 +43,8 @@ def main() -> int:
         date=today,
         command=COMMAND,
         source="recorded run: emulated nodes (network namespaces, tbf-shaped veth)",
-        source_key="clusterlab.cluster.recorded.measure",
-        source_date=today,
+        source_key="recorded",
+        source_date=today[:7],
     )
     out.to_csv(OUT, index=False, float_format="%.6g")
     print(f"wrote {len(out)} rows to {OUT.name}")
