@@ -70,3 +70,15 @@ def test_the_diagram_draws_every_link_the_build_makes_at_its_rate():
     assert drawn == {(lk.b, lk.a, f"{lk.rate_mbit:g} Mbit/s") for lk in t.links}
     assert "10.213.0.4" in " ".join(boxes["label"])
     assert topology_diagram(t).to_dict()["title"]["subtitle"] == t.describe()
+
+
+@pytest.mark.parametrize(
+    "flag, value, word",
+    [("--nodes", "0", "nodes=0"), ("--rate-mbit", "-5", "rate_mbit=-5"),
+     ("--size-mib", "0", "size_mib=0"), ("--ranks-per-node", "9", "ranks_per_node=9")],
+)  # fmt: skip
+def test_the_command_names_a_bad_argument_and_its_range(flag, value, word):
+    cmd = [sys.executable, "-m", "clusterlab.cluster", "allreduce", flag, value]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and word in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr

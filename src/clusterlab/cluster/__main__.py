@@ -43,10 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def allreduce(args) -> dict:
-    """Build the cluster, time the all-reduce, tear down; return the record."""
-    from clusterlab.cluster.emulated import EmulatedCluster
-    from clusterlab.cluster.launch import launch
+def _validated(args):
+    """(topology, size_bytes, reps) of the arguments, or ValueError naming one."""
     from clusterlab.cluster.topology import Topology
     from clusterlab.core.validate import check_float, check_int
 
@@ -54,7 +52,16 @@ def allreduce(args) -> dict:
     size_bytes = int(check_float("size_mib", args.size_mib, 0.0, 1024.0,
                                  low_inclusive=False) * 2**20)  # fmt: skip
     reps = check_int("reps", args.reps, 1, 20)
-    topology = Topology(nodes=args.nodes, rate_mbit=args.rate_mbit)
+    check_float("timeout", args.timeout, 1.0, 3600.0)
+    return Topology(nodes=args.nodes, rate_mbit=args.rate_mbit), size_bytes, reps
+
+
+def allreduce(args) -> dict:
+    """Build the cluster, time the all-reduce, tear down; return the record."""
+    from clusterlab.cluster.emulated import EmulatedCluster
+    from clusterlab.cluster.launch import launch
+
+    topology, size_bytes, reps = _validated(args)
     with EmulatedCluster(topology) as c:
         if args.launcher == "torchrun":
             from clusterlab.cluster.agents import run_torchrun
@@ -95,6 +102,12 @@ def allreduce(args) -> dict:
 def main(argv=None) -> int:
     """Run the command line; return the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "allreduce":
+        try:
+            _validated(args)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     reason = why_not()
     if reason:
         print(reason, file=sys.stderr)
@@ -125,5 +138,12 @@ def main(argv=None) -> int:
     return 0
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)  # so that the cluster's teardown runs
+
+
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main())
