@@ -214,3 +214,27 @@ def test_an_oversubscribed_spine_sets_the_rate_of_a_ring_across_leaves():
     busbw = bus_bandwidth_Bps(size, max(t[0] for t in times), 4)
     assert 0.6 <= busbw / (50e6 / 8) <= 1.05, busbw
     assert busbw / (200e6 / 8) < 0.3, "the nodes' own links set the rate, not the spine"
+
+
+def test_a_sigkilled_command_mid_all_reduce_leaves_nothing_after_the_next_start():
+    before = set(names.book_namespaces())
+    job = "--nodes 2 --ranks-per-node 2 --rate-mbit 20 --size-mib 64".split()
+    cmd = [sys.executable, "-m", "clusterlab.cluster", "allreduce", *job]
+    drv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        ids: set[str] = set()
+        while time.monotonic() < deadline:  # until its agents and ranks run
+            ids = {names.id_of(n) for n in set(names.book_namespaces()) - before}
+            if ids and len(names.book_processes(ids)) >= 4:
+                break
+            time.sleep(0.2)
+        assert ids and len(names.book_processes(ids)) >= 4, "the job never started"
+        os.kill(drv.pid, signal.SIGKILL)
+        drv.wait(timeout=10)
+        assert ids <= set(names.remove_leftovers())
+        assert names.book_processes(ids) == []
+        assert not [n for n in names.book_namespaces() if names.id_of(n) in ids]
+    finally:
+        if drv.poll() is None:
+            drv.kill()
