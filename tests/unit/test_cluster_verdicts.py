@@ -56,3 +56,17 @@ def test_forcing_the_fallback_returns_the_recorded_run_with_its_provenance(
     with pytest.raises(ValueError, match="experiment='nope'"):
         recorded.recorded("nope")
     assert isinstance(df, pd.DataFrame)
+
+
+def test_the_recorded_run_is_decided_by_the_same_check_and_a_wrong_model_fails(
+    monkeypatch,
+):
+    monkeypatch.setenv(FORCE_FALLBACK, "1")
+    df, h, note = recorded.measure_and_check(
+        "hierarchy", lambda d: verdicts.check_hierarchy(d, 1.5)
+    )
+    assert h["ok"] and "recorded" in note
+    with pytest.raises(AssertionError, match="outside"):
+        recorded.measure_and_check(
+            "hierarchy", lambda d: verdicts.check_hierarchy(d, 1.0)
+        )

@@ -112,3 +112,45 @@ def measure_or_recorded(experiment: str, **kwargs) -> tuple[pd.DataFrame, str]:
         f"{reason} Shown instead: the book's run recorded on {first['machine']} on "
         f"{first['date']} with `{first['command']}`."
     )
+
+
+def measure_and_check(experiment: str, check, *, tries: int = 3, **kwargs):
+    """Measure (or take the recorded run) and decide it with ``check``.
+
+    A measured run that misses is measured again, at most ``tries`` times in
+    all, saying so with the machine's load (``cl.core.busy.retry``): a busy
+    machine slows a try, a wrong model misses every one. The recorded run is
+    checked once.
+
+    Args:
+        experiment: the experiment's name (``experiments``).
+        check: a function of the table that returns its verdict's numbers or
+            raises ``AssertionError`` (``verdicts.check_link_fit``, ...).
+        tries: measurements at most, in [1, 10].
+        **kwargs: ``measure``'s arguments.
+
+    Returns:
+        ``(table, what check returned, one sentence on where the table is from)``.
+    """
+    from clusterlab.core.busy import retry
+
+    if why_not() is not None:
+        df, note = measure_or_recorded(experiment)
+        return df, check(df), note
+
+    def judge(df):
+        try:
+            check(df)
+        except AssertionError as exc:
+            return "miss", str(exc).splitlines()[0]
+        return "pass", "within the bound"
+
+    outcome = retry(
+        lambda: measure(experiment, **kwargs),
+        judge,
+        what=f"the {experiment} run across emulated nodes",
+        hint="a model of the links that is wrong misses on every try",
+        tries=tries,
+    )
+    df = outcome.result
+    return df, check(df), "Measured now, across emulated nodes on this machine."
