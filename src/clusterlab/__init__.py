@@ -58,7 +58,7 @@ TOPICS = (
     "economics",
     "decide",
 )
-_PACKAGES = frozenset(("core", "models", "course", *TOPICS))
+_PACKAGES = frozenset(("core", "cluster", "models", "course", *TOPICS))
 # Short names for what every lab calls: (module, attribute).
 _SHORT = {
     "launch": ("clusterlab.core.launcher", "launch"),

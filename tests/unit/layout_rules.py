@@ -59,7 +59,7 @@ def place(path: Path, src: Path = SRC) -> tuple[str, str | None]:
     if len(parts) == 1:
         return "clusterlab", None
     folder, name = parts[0], parts[-1]
-    if folder in ("core", "models", "course", "_topic_template"):
+    if folder in ("core", "cluster", "models", "course", "_topic_template"):
         return folder, None
     if name == "__init__":
         return folder, "__init__"
@@ -124,6 +124,8 @@ def violations(src: Path = SRC) -> list[str]:
             at = f"{rel}:{line}: imports {dotted}"
             if where == "core" and to != "core":
                 found.append(f"{at} (core imports only core)")
+            elif where == "cluster" and to not in ("core", "cluster"):
+                found.append(f"{at} (cluster imports only core and cluster)")
             elif where == "models" and to not in ("core", "models"):
                 found.append(f"{at} (models import only core and models)")
             elif where in order and to in order:

@@ -60,6 +60,7 @@ def _plant(tmp_path, files: dict[str, str]) -> Path:
         "clusterlab/__init__.py": 'TOPICS = ("a", "b")\n',
         "clusterlab/core/__init__.py": "",
         "clusterlab/models/__init__.py": "",
+        "clusterlab/cluster/__init__.py": "",
         "clusterlab/a/__init__.py": 'ROLES = {"helpers": "ranks"}\n',
         "clusterlab/b/__init__.py": "",
     }
@@ -75,6 +76,8 @@ def test_the_rules_catch_each_planted_violation(tmp_path):
         {
             "clusterlab/core/util.py": "from clusterlab.a.ranks import f\n",
             "clusterlab/models/m.py": "from clusterlab.a import sim\n",
+            "clusterlab/cluster/nodes.py": "from clusterlab.models.m import y\n",
+            "clusterlab/cluster/ok.py": "from clusterlab.core.util import z\n",
             "clusterlab/a/sim.py": "x = 1\n",
             "clusterlab/a/ranks.py": "def f():\n    from clusterlab.b.ranks import g\n",
             "clusterlab/a/chart.py": "from clusterlab.a.sim import x\n",
@@ -89,6 +92,7 @@ def test_the_rules_catch_each_planted_violation(tmp_path):
     expected = [
         "core imports only core",
         "models import only core and models",
+        "cluster imports only core and cluster",
         "a later topic: b after a",
         "chart may not import sim",
         "answer may not import check",

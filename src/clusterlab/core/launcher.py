@@ -74,8 +74,13 @@ def launch(
     return _launch(fn, world_size, backend, timeout, None, kwargs)
 
 
-def _launch(fn, world_size, backend, timeout, start_method, kwargs):
-    """``launch`` with an optional forced start method (for benchmarks and tests)."""
+def _launch(fn, world_size, backend, timeout, start_method, kwargs, placement=None):
+    """``launch`` with an optional forced start method (for benchmarks and tests).
+
+    ``placement``, if given, is called in each forked rank before torch loads, as
+    ``placement(rank)``; it moves the rank where it should run (a node of an
+    emulated cluster) and returns the network interface gloo must use.
+    """
     if not callable(fn):
         raise ValueError(
             f"fn={fn!r} must be callable as fn(rank, world_size, **kwargs)"
@@ -124,6 +129,7 @@ def _launch(fn, world_size, backend, timeout, start_method, kwargs):
                     writer,
                     kwargs,
                     os.getpid(),
+                    placement,
                 )
                 proc = ctx.Process(
                     target=_rank_main,

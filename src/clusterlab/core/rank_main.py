@@ -25,7 +25,17 @@ from clusterlab.core.child import quiet_colour_here
 
 
 def _rank_main(
-    fn, rank, world_size, backend, workdir, timeout, threads, conn, kwargs, parent_pid
+    fn,
+    rank,
+    world_size,
+    backend,
+    workdir,
+    timeout,
+    threads,
+    conn,
+    kwargs,
+    parent_pid,
+    placement=None,
 ):
     """Entry point of every rank: quiet the process, join the group, run fn, report."""
     os.setpgid(0, 0)  # own process group, so the launcher can kill all it started
@@ -44,6 +54,9 @@ def _rank_main(
     os.environ["TORCH_CPP_LOG_LEVEL"] = "ERROR"
     report = {"rank": rank, "status": "ok"}
     try:
+        if placement is not None:
+            # An emulated node: the rank enters it and uses that node's interface.
+            os.environ["GLOO_SOCKET_IFNAME"] = placement(rank)
         import torch
         import torch.distributed as dist
 
