@@ -55,6 +55,7 @@ TOPICS = (
     "checkpointing",
     "debugging",
     "control_plane",
+    "serving",
     "economics",
     "decide",
 )

@@ -57,6 +57,7 @@ TABLES = {
         "zero_stage",
     ],
     "cluster_runs": ["experiment", "nodes", "rate_mbit", "size_mib", "seconds"],
+    "serving_models": ["model", "n_layers", "n_heads", "params_total"],
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
@@ -75,6 +76,7 @@ UNIT_NAMES |= {"gpu_hours_per_trillion_tokens"}  # its name is its unit
 UNIT_SUFFIXES += ("_mbit", "_mib", "_GBps")
 UNIT_NAMES |= {"seconds"}
 COUNTS |= {"nodes", "ranks_per_node", "rep"}
+COUNTS |= {"n_kv_heads", "head_dim", "kv_latent_dim"}  # serving_models
 #: Counts that may be zero (a model with no shared expert; the first repetition).
 ZERO_ALLOWED = {"n_shared_experts", "rep"}
 

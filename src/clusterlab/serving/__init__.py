@@ -8,6 +8,9 @@ Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
 - ``server``: an OpenAI-compatible completions server over the engine
   (``python -m clusterlab.serving.server --host 127.0.0.1 --port 8000``).
 - ``tiny``: the book's tiny model: a seeded random Llama and a byte-level tokenizer.
+- ``measure``: decoding speed against the batch, beside the roofline.
+- ``chart``, ``widget``: the decode charts and the serving explorer.
+- ``check``, ``answer``: the lab's checks and its exercise's solution.
 """
 
 from clusterlab.core.lazy import submodules

@@ -1,0 +1,150 @@
+"""Charts of serving one model: decode speed against the batch, and its explorer."""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Choice, Range
+
+#: The explorer's controls: the widget builds its inputs from them, the twin its
+#: Vega parameters, so the two cannot drift.
+CONTEXT_LOG2 = Range(
+    "ctx_log2", min=9, max=17, step=1, default=13, log_base=2,
+    label="tokens per request (context) ",
+)  # fmt: skip
+SERVED_MODEL = Choice(
+    "served",
+    options=("Llama 3 8B", "Llama 3 70B", "Mixtral 8x7B"),
+    default="Llama 3 70B",
+    label="model ",
+    binding_kind="select",
+)
+#: Batches the explorer draws, on a log scale.
+BATCHES = tuple(int(b) for b in np.unique(np.round(np.logspace(0, 10, 41, base=2))))
+
+
+def decode_chart(table: pd.DataFrame, title: str | None = None) -> alt.LayerChart:
+    """Measured tokens/s against the batch (points), the roofline beside it (line).
+
+    Args:
+        table: ``cl.serving.measure.roofline_table`` rows: ``batch, tokens_per_s,
+            roofline_tokens_per_s``.
+    """
+    check_columns(table, ["batch", "tokens_per_s", "roofline_tokens_per_s"])
+    long = pd.concat(
+        [
+            table[["batch"]].assign(series="roofline", tokens_per_s=table[
+                "roofline_tokens_per_s"]),
+            table[["batch", "tokens_per_s"]].assign(series="measured"),
+        ]
+    )  # fmt: skip
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="batch")
+    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="tokens per second")
+    color = alt.Color("series:N", title=None, legend=alt.Legend(orient="bottom"))
+    line = (
+        alt.Chart(long[long.series == "roofline"])
+        .mark_line(strokeDash=[6, 3])
+        .encode(x=x, y=y, color=color)
+    )
+    points = (
+        alt.Chart(long[long.series == "measured"])
+        .mark_point(filled=True, size=70)
+        .encode(x=x, y=y, color=color, tooltip=["batch", "tokens_per_s"])
+    )
+    return alt.layer(line, points).properties(
+        title=alt.TitleParams(
+            title or "Decoding speed against the batch, measured and on the roofline",
+            subtitle="dashed: the roofline (weights read once per step, 2 FLOPs "
+            "per weight per request); points: the engine on this machine",
+        )
+    )
+
+
+def explorer_data(gpu: dict, models: pd.DataFrame) -> pd.DataFrame:
+    """Rows the explorer draws: one per model and batch, with the roofline's inputs.
+
+    Args:
+        gpu: ``peak_flops, bandwidth_Bps, hbm_bytes`` of the server (all GPUs).
+        models: ``model, weights_bytes, kv_bytes_per_token, flops_per_token``.
+    """
+    check_columns(models, ["model", "weights_bytes", "kv_bytes_per_token"])
+    check_columns(models, ["flops_per_token"])
+    rows = [
+        (m.model, b, m.weights_bytes, m.kv_bytes_per_token, m.flops_per_token)
+        for m in models.itertuples()
+        for b in BATCHES
+    ]
+    cols = ["model", "batch", "weights_bytes", "kv_bytes_per_token", "flops"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.assign(
+        **{k: gpu[k] for k in ("peak_flops", "bandwidth_Bps", "hbm_bytes")}
+    )
+
+
+def explorer_chart(
+    data: pd.DataFrame, model: str | None = None, context=None, live: bool = False
+):
+    """Tokens/s of one model against the batch at one context, on the roofline.
+
+    The speed is computed in a Vega expression from the controls' parameters,
+    so the same chart is the live widget's (parameters fixed at its values) and
+    the page's static twin (parameters bound to inputs). Batches whose KV cache
+    no longer fits beside the weights are greyed out.
+    """
+    check_columns(data, ["model", "batch", "weights_bytes", "kv_bytes_per_token"])
+    served = SERVED_MODEL.param(value=model)
+    ctx = CONTEXT_LOG2.param(value=None if context is None else np.log2(context))
+    speed = (
+        "datum.batch / max((datum.weights_bytes + datum.batch * "
+        "datum.kv_bytes_per_token * pow(2, ctx_log2)) / datum.bandwidth_Bps, "
+        "datum.batch * datum.flops / datum.peak_flops)"
+    )
+    fits = (
+        "datum.weights_bytes + datum.batch * datum.kv_bytes_per_token * "
+        "pow(2, ctx_log2) <= datum.hbm_bytes ? 'fits in memory' : 'does not fit'"
+    )
+    return (
+        alt.Chart(data)
+        .transform_filter("datum.model == served")
+        .transform_calculate(tokens_per_s=speed, memory=fits)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="batch"),
+            y=alt.Y(
+                "tokens_per_s:Q", scale=alt.Scale(type="log"),
+                title="tokens per second (roofline)",
+            ),
+            color=alt.Color(
+                "memory:N",
+                scale=alt.Scale(
+                    domain=["fits in memory", "does not fit"],
+                    range=["#0072B2", "#BBBBBB"],
+                ),
+                legend=alt.Legend(orient="bottom", title=None),
+            ),
+            tooltip=["batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.0f")],
+        )
+        .add_params(served, ctx)
+        .properties(
+            title=alt.TitleParams(
+                "Decoding on one 8-GPU server: speed rises with the batch "
+                "until compute or memory stops it",
+                subtitle="the roofline at the chosen context; grey: the KV cache "
+                "of that batch does not fit beside the weights",
+            ),
+            height=260,
+        )
+    )  # fmt: skip
+
+
+__all__ = [
+    "BATCHES",
+    "CONTEXT_LOG2",
+    "SERVED_MODEL",
+    "decode_chart",
+    "explorer_chart",
+    "explorer_data",
+]

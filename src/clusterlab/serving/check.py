@@ -1,0 +1,88 @@
+"""The serving lab's checks: the decode roofline against a decoding step; the exercise."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.checks import not_attempted, passed
+
+#: A measured speed may sit above its roof by timing noise, never by more.
+ROOF_SLACK = 1.15
+#: The speed-up from the smallest to the largest batch must match the model's
+#: within this factor (both ways); a memory-only or a compute-only model of
+#: decoding misses it by far more on this machine (the tests feed both in).
+SHAPE_FACTOR = 2.0
+
+
+def decode_roofline_agrees(table: pd.DataFrame) -> tuple[bool, str]:
+    """Does the roofline bound a decoding step and predict how speed grows with batch?
+
+    Two tests, each able to fail: no measured speed above its roof (x1.15), and
+    the measured speed-up from the smallest batch to the largest within a
+    factor of 2 of the roofline's.
+
+    Args:
+        table: ``cl.serving.measure.roofline_table`` rows.
+
+    Returns:
+        (ok, a sentence with the figures).
+    """
+    check_columns(table, ["batch", "tokens_per_s", "roofline_tokens_per_s"])
+    t = table.sort_values("batch")
+    over = t[t.tokens_per_s > ROOF_SLACK * t.roofline_tokens_per_s]
+    if len(over):
+        b = int(over.batch.iloc[0])
+        share = float(over.tokens_per_s.iloc[0] / over.roofline_tokens_per_s.iloc[0])
+        return False, (
+            f"at batch {b} the step ran {share:.2f}x its roof: the model's "
+            "roof is too low (bandwidth or FLOP/s), so it is not a bound"
+        )
+    lo, hi = t.iloc[0], t.iloc[-1]
+    measured = hi.tokens_per_s / lo.tokens_per_s
+    model = hi.roofline_tokens_per_s / lo.roofline_tokens_per_s
+    if abs(math.log(measured / model)) > math.log(SHAPE_FACTOR):
+        return False, (
+            f"from batch {int(lo.batch)} to {int(hi.batch)} the measured step sped up "
+            f"{measured:.1f}x and the model says {model:.1f}x: not within "
+            f"{SHAPE_FACTOR:g}x"
+        )
+    return True, (
+        f"every batch at or below its roof (best {t.tokens_per_s.max():,.0f} "
+        f"tokens/s); speed-up from batch {int(lo.batch)} to {int(hi.batch)}: "
+        f"{measured:.1f}x measured, {model:.1f}x on the roofline"
+    )
+
+
+def blocks_held(fn) -> bool:
+    """Check ``fn(prompt_len, steps, block_size)`` against the engine's own count."""
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.tiny import tiny_model
+
+    try:
+        fn(10, 1, 4)
+    except NotImplementedError:
+        return not_attempted("blocks_held")
+    model = tiny_model(num_hidden_layers=1)
+    cases = 0
+    for block_size in (1, 4, 16):
+        for prompt_len in (1, 10, 16):
+            engine = Engine(model, block_size=block_size, prefix_caching=False)
+            engine.add_request(list(range(1, prompt_len + 1)), max_new_tokens=40)
+            for steps in range(1, 20):
+                engine.step()
+                want = engine.stats()["blocks_used"]
+                got = fn(prompt_len, steps, block_size)
+                cases += 1
+                if got != want:
+                    raise AssertionError(
+                        f"blocks_held({prompt_len}, {steps}, {block_size}) gave "
+                        f"{got}; the engine holds {want}. Count the tokens in the "
+                        "cache: the newest token is not cached until the next step"
+                    )
+    return passed("blocks_held", f"{cases} engine states matched")
+
+
+__all__ = ["decode_roofline_agrees", "blocks_held"]

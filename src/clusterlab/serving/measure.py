@@ -1,0 +1,181 @@
+"""Decoding speed against the batch, measured on the engine, beside the roofline."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from clusterlab.core.validate import check_int
+
+
+def decode_model(seed: int = 0, dtype: str = "float32"):
+    """The lab's decode model: the tiny Llama widened until its weights dominate.
+
+    About 12 M parameters (48 MB in float32): big enough that reading the
+    weights is a real cost, small enough to decode 64 requests in seconds.
+    """
+    import torch
+
+    from clusterlab.serving.tiny import tiny_model
+
+    return tiny_model(
+        seed=seed,
+        dtype=getattr(torch, dtype),
+        hidden_size=512,
+        intermediate_size=1536,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+    )
+
+
+def model_costs(model) -> dict:
+    """What one decoding step costs the roofline: weight bytes and FLOPs per token.
+
+    Returns:
+        dict ``params, weight_bytes, flops_per_token, bytes_per_weight``. The
+        embedding table is left out of both: a step reads only one of its rows
+        per request.
+    """
+    embed = model.get_input_embeddings().weight
+    params = sum(p.numel() for p in model.parameters() if p is not embed)
+    size = embed.element_size()
+    return {
+        "params": int(params),
+        "weight_bytes": float(params * size),
+        "flops_per_token": 2.0 * params,
+        "bytes_per_weight": float(size),
+    }
+
+
+def measure_decode(
+    model, batches=(1, 4, 16), new_tokens: int = 16, prompt_len: int = 4
+) -> pd.DataFrame:
+    """Decode ``batch`` requests together on the engine; time the decoding steps.
+
+    The first step (prefill and the first token) is not timed; every later step
+    decodes one token of every request.
+
+    Args:
+        model: a ``transformers`` Llama (``decode_model()``).
+        batches: batch sizes, each in [1, 256].
+        new_tokens: tokens per request, in [2, 512].
+        prompt_len: prompt tokens per request, in [1, 64].
+
+    Returns:
+        DataFrame ``batch, steps, step_s, tokens_per_s`` (``step_s``: the
+        median decoding step).
+    """
+    from clusterlab.serving.engine import Engine
+
+    new_tokens = check_int("new_tokens", new_tokens, 2, 512)
+    prompt_len = check_int("prompt_len", prompt_len, 1, 64)
+    vocab = model.config.vocab_size
+    rows = []
+    for i, b in enumerate(batches):
+        b = check_int(f"batches[{i}]", b, 1, 256)
+        engine = Engine(model, block_size=16)
+        for r in range(b):
+            prompt = [(7 * r + j + 1) % vocab for j in range(prompt_len)]
+            engine.add_request(prompt, max_new_tokens=new_tokens)
+        engine.step()
+        times = []
+        while engine.has_unfinished():
+            t0 = time.perf_counter()
+            engine.step()
+            times.append(time.perf_counter() - t0)
+        step_s = float(pd.Series(times).median())
+        rows.append((b, len(times), step_s, b / step_s))
+    return pd.DataFrame(rows, columns=["batch", "steps", "step_s", "tokens_per_s"])
+
+
+def measure_decode_step(model, batches=(1, 4, 16, 64)) -> pd.DataFrame:
+    """Time a decoding step's matrix multiplies alone: every weight read once.
+
+    One step of ``batch`` requests multiplies a ``batch``-row activation by
+    every linear layer's weight (attention projections, MLP, output head);
+    attention over the cache and the engine's bookkeeping are left out, so
+    this is the part of decoding the roofline describes.
+
+    Args:
+        model: a ``transformers`` Llama (``decode_model()``).
+        batches: batch sizes, each in [1, 4096].
+
+    Returns:
+        DataFrame ``batch, step_s, tokens_per_s`` (the fastest of 7 steps).
+    """
+    import torch
+
+    weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    rows = []
+    for i, b in enumerate(batches):
+        b = check_int(f"batches[{i}]", b, 1, 4096)
+        dtype = weights[0].dtype
+        xs = {w.shape[1]: torch.randn(b, w.shape[1], dtype=dtype) for w in weights}
+        times = []
+        with torch.no_grad():
+            for _ in range(8):
+                t0 = time.perf_counter()
+                for w in weights:
+                    torch.nn.functional.linear(xs[w.shape[1]], w)
+                times.append(time.perf_counter() - t0)
+        step_s = min(times[1:])
+        rows.append((b, step_s, b / step_s))
+    return pd.DataFrame(rows, columns=["batch", "step_s", "tokens_per_s"])
+
+
+def measure_machine(rows: int = 64, dtype: str = "float32") -> dict:
+    """This machine's two roofs, measured: memory bandwidth and matmul FLOP/s.
+
+    The matmul is timed at the decode step's own shape at the largest batch
+    (``rows`` rows through a 512-to-1536 layer): the best its GEMMs can do.
+
+    Args:
+        rows: the batch of the timed matmul, in [1, 4096].
+    """
+    import torch
+
+    from clusterlab.roofline.measure import _best_time, measure_stream_bandwidth
+
+    rows = check_int("rows", rows, 1, 4096)
+    bw = measure_stream_bandwidth(sizes_bytes=(2**26,), repeats=3)["bw_Bps"].iloc[0]
+    a = torch.randn(rows, 512, dtype=getattr(torch, dtype))
+    w = torch.randn(512, 1536, dtype=getattr(torch, dtype))
+    flop = 2.0 * rows * 512 * 1536
+    t = _best_time(lambda: a @ w, torch.device("cpu"), 5, 20)
+    return {"bandwidth_Bps": float(bw) / 2.0, "peak_flops": flop / t}
+
+
+def roofline_table(measured: pd.DataFrame, costs: dict, machine: dict) -> pd.DataFrame:
+    """The measured rows with the roofline's prediction and its bound beside them.
+
+    ``bandwidth_Bps`` in ``machine`` is the read bandwidth (a copy's bytes moved
+    over two): a decoding step reads its weights and writes almost nothing.
+    """
+    from clusterlab.models.serving import decode_step_s
+
+    roof = {
+        "weight_bytes": costs["weight_bytes"],
+        "flops_per_token": costs["flops_per_token"],
+        "bandwidth_Bps": machine["bandwidth_Bps"],
+        "peak_flops": machine["peak_flops"],
+    }
+    out = measured.copy()
+    out["roofline_step_s"] = [decode_step_s(int(b), **roof) for b in out["batch"]]
+    out["roofline_tokens_per_s"] = out["batch"] / out["roofline_step_s"]
+    memory_s = roof["weight_bytes"] / roof["bandwidth_Bps"]
+    compute_s = out["batch"] * roof["flops_per_token"] / roof["peak_flops"]
+    out["bound"] = ["compute" if c > memory_s else "memory" for c in compute_s]
+    out["share_of_roof"] = out["tokens_per_s"] / out["roofline_tokens_per_s"]
+    return out
+
+
+__all__ = [
+    "decode_model",
+    "measure_decode",
+    "measure_decode_step",
+    "measure_machine",
+    "model_costs",
+    "roofline_table",
+]
