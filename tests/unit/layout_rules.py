@@ -46,10 +46,12 @@ def declared_roles(folder: Path) -> dict[str, str]:
     if not init.exists():
         return {}
     for node in ast.parse(init.read_text()).body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "ROLES" for t in node.targets
-        ):
-            return dict(ast.literal_eval(node.value))
+        # ``ROLES = {...}`` or, as the template writes it, ``ROLES: dict[...] = {...}``
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets += node.targets if isinstance(node, ast.Assign) else []
+        if node_value := getattr(node, "value", None):
+            if any(isinstance(t, ast.Name) and t.id == "ROLES" for t in targets):
+                return dict(ast.literal_eval(node_value))
     return {}
 
 

@@ -295,10 +295,17 @@ def box_diagram(
         )
         layers = [_visible(c, steppable) for c in (rules, heads)] + layers
         layers.append(_visible(ltext, steppable))
-    chart = alt.layer(*layers).properties(
-        width=width,
-        height=height,
-        title=alt.Title(title, subtitle=subtitle) if subtitle else title,
+    # The labels' ink is a colour scale of its own on the same field: shared
+    # (Vega-Lite's default in a layer), the boxes' fills would paint the text
+    # and every label would vanish into its box.
+    chart = (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(
+            width=width,
+            height=height,
+            title=alt.Title(title, subtitle=subtitle) if subtitle else title,
+        )
     )
     if steppable:
         chart = chart.add_params(step_param(n_steps, step_name))

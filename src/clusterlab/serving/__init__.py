@@ -16,6 +16,6 @@ Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role.
-ROLES: dict[str, str] = {"engine": "ranks", "server": "measure", "tiny": "ranks"}
+ROLES = {"engine": "ranks", "server": "measure", "tiny": "ranks"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

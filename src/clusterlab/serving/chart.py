@@ -93,10 +93,20 @@ def explorer_chart(
     so the same chart is the live widget's (parameters fixed at its values) and
     the page's static twin (parameters bound to inputs). Batches whose KV cache
     no longer fits beside the weights are greyed out.
+
+    Args:
+        data: :func:`explorer_data` rows.
+        model: the model drawn (default: the control's default).
+        context: tokens per request (default: the control's default).
+        live: True for the widget's chart: the parameters are fixed, not bound.
     """
     check_columns(data, ["model", "batch", "weights_bytes", "kv_bytes_per_token"])
+    exponent = None if context is None else float(np.log2(context))
     served = SERVED_MODEL.param(value=model)
-    ctx = CONTEXT_LOG2.param(value=None if context is None else np.log2(context))
+    ctx = CONTEXT_LOG2.param(value=exponent)
+    if live:  # the same parameters, unbound: the widget's own inputs drive them
+        served = alt.param(name=SERVED_MODEL.name, value=served.param.value)
+        ctx = alt.param(name=CONTEXT_LOG2.name, value=ctx.param.value)
     speed = (
         "datum.batch / max((datum.weights_bytes + datum.batch * "
         "datum.kv_bytes_per_token * pow(2, ctx_log2)) / datum.bandwidth_Bps, "

@@ -1,4 +1,4 @@
-"""The serving lab's checks: the decode roofline against a decoding step; the exercise."""
+"""The serving lab's checks: the decode roofline against a step; the exercise."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import pandas as pd
 
@@ -28,6 +29,68 @@ def decode_model(seed: int = 0, dtype: str = "float32"):
         num_attention_heads=8,
         num_key_value_heads=2,
     )
+
+
+def mixed_requests(n: int = 12, shared: int = 20, seed: int = 0, vocab: int = 256):
+    """A mixed workload: ``n`` prompts of 3-29 tokens, every third after a prefix.
+
+    Args:
+        n: prompts, in [1, 1000].
+        shared: tokens of the prefix every third prompt starts with, in [0, 512].
+        seed: seeds the draw.
+        vocab: token ids are drawn from [1, vocab).
+
+    Returns:
+        (prompts, arrival order): a list of token-id lists, and a shuffled
+        list of their indices, the order they reach the engine.
+    """
+    import random
+
+    n = check_int("n", n, 1, 1000)
+    shared = check_int("shared", shared, 0, 512)
+    rng = random.Random(seed)
+    prefix = [rng.randrange(1, vocab) for _ in range(shared)]
+    prompts = [
+        (prefix if i % 3 == 0 else [])
+        + [rng.randrange(1, vocab) for _ in range(rng.randrange(3, 30))]
+        for i in range(n)
+    ]
+    order = list(range(n))
+    rng.shuffle(order)
+    return prompts, order
+
+
+def block_tables(block_size: int = 4) -> pd.DataFrame:
+    """Run three requests on the engine; return each one's block table.
+
+    Requests A and B start with the same 8 tokens (two full blocks at block
+    size 4), so B finds them in the prefix cache; C shares nothing. The run is
+    stopped after a few steps, with every request still running.
+
+    Returns:
+        DataFrame ``request, position, block, tokens, shared`` (``position``:
+        the index in the request's table; ``block``: the physical block;
+        ``tokens``: how many of its slots hold cached tokens).
+    """
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.tiny import tiny_model
+
+    engine = Engine(tiny_model(num_hidden_layers=1), block_size=block_size)
+    common = [11, 12, 13, 14, 15, 16, 17, 18]
+    engine.add_request(common + [21, 22], max_new_tokens=20, request_id="A")
+    engine.step()  # A's blocks are named in the prefix cache once computed
+    engine.add_request(common + [31, 32, 33], max_new_tokens=20, request_id="B")
+    engine.add_request([41, 42, 43, 44, 45], max_new_tokens=20, request_id="C")
+    for _ in range(3):
+        engine.step()
+    owners = Counter(b for r in engine.running for b in r.blocks)
+    rows = []
+    for r in sorted(engine.running, key=lambda r: r.request_id):
+        for i, b in enumerate(r.blocks):
+            held = min(block_size, max(0, r.computed - i * block_size))
+            rows.append((r.request_id, i, b, held, owners[b] > 1))
+    cols = ["request", "position", "block", "tokens", "shared"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def model_costs(model) -> dict:
@@ -172,10 +235,12 @@ def roofline_table(measured: pd.DataFrame, costs: dict, machine: dict) -> pd.Dat
 
 
 __all__ = [
+    "block_tables",
     "decode_model",
     "measure_decode",
     "measure_decode_step",
     "measure_machine",
+    "mixed_requests",
     "model_costs",
     "roofline_table",
 ]
