@@ -63,6 +63,34 @@ def decode_chart(table: pd.DataFrame, title: str | None = None) -> alt.LayerChar
     )
 
 
+def batching_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """Mean time to first token against the arrival rate: twin lines, engine points."""
+    check_columns(table, ["rate_per_s", "policy", "source", "ttft_s"])
+    data = table.assign(ttft_ms=table["ttft_s"] * 1e3)
+    x = alt.X("rate_per_s:Q", scale=alt.Scale(type="log"), title="requests per second")
+    y = alt.Y(
+        "ttft_ms:Q", scale=alt.Scale(type="log"), title="time to first token (ms)"
+    )
+    color = alt.Color("policy:N", title=None, legend=alt.Legend(orient="bottom"))
+    twin = (
+        alt.Chart(data[data.source == "twin"])
+        .mark_line(strokeDash=[6, 3])
+        .encode(x=x, y=y, color=color)
+    )
+    engine = (
+        alt.Chart(data[data.source == "engine"])
+        .mark_point(filled=True, size=70)
+        .encode(x=x, y=y, color=color, tooltip=["policy", "rate_per_s", "ttft_ms"])
+    )
+    return alt.layer(twin, engine).properties(
+        title=alt.TitleParams(
+            "Continuous batching answers first: time to first token, twin and engine",
+            subtitle="dashed: the SimPy twin with the engine's step cost; points: "
+            "the engine serving the same Poisson arrivals",
+        )
+    )
+
+
 def explorer_data(gpu: dict, models: pd.DataFrame) -> pd.DataFrame:
     """Rows the explorer draws: one per model and batch, with the roofline's inputs.
 
@@ -152,6 +180,7 @@ def explorer_chart(
 
 __all__ = [
     "BATCHES",
+    "batching_chart",
     "CONTEXT_LOG2",
     "SERVED_MODEL",
     "decode_chart",

@@ -56,6 +56,44 @@ def decode_roofline_agrees(table: pd.DataFrame) -> tuple[bool, str]:
     )
 
 
+#: How far the twin's static/continuous ratio of time to first token may sit
+#: from the engine's; a twin blind to the policy (ratio 1) misses it by more.
+RATIO_FACTOR = 2.0
+
+
+def batching_twin_agrees(table: pd.DataFrame) -> tuple[bool, str]:
+    """Does the twin predict what static batching costs in time to first token?
+
+    At every rate the engine's ratio of mean time to first token, static over
+    continuous, must lie within a factor of 2 of the twin's, and at the
+    highest rate continuous batching must answer first on the engine.
+
+    Args:
+        table: ``cl.serving.measure.batching_table`` rows.
+    """
+    check_columns(table, ["rate_per_s", "policy", "source", "ttft_s"])
+    wide = table.pivot_table(
+        index=["rate_per_s", "source"], columns="policy", values="ttft_s"
+    )
+    ratio = (wide["static"] / wide["continuous"]).unstack("source")
+    texts = []
+    for rate, row in ratio.iterrows():
+        off = row["engine"] / row["twin"]
+        texts.append(
+            f"{rate:g}/s: {row['engine']:.1f}x measured, {row['twin']:.1f}x twin"
+        )
+        if not 1 / RATIO_FACTOR <= off <= RATIO_FACTOR:
+            return False, (
+                f"at {rate:g} requests/s static batching's first tokens came "
+                f"{row['engine']:.2f}x later than continuous on the engine and "
+                f"{row['twin']:.2f}x in the twin: not within {RATIO_FACTOR:g}x"
+            )
+    top = ratio.index.max()
+    if ratio.loc[top, "engine"] <= 1.0:
+        return False, f"at {top:g}/s static batching answered no later: no gain"
+    return True, "static over continuous, time to first token: " + "; ".join(texts)
+
+
 def blocks_held(fn) -> bool:
     """Check ``fn(prompt_len, steps, block_size)`` against the engine's own count."""
     from clusterlab.serving.engine import Engine
@@ -85,4 +123,4 @@ def blocks_held(fn) -> bool:
     return passed("blocks_held", f"{cases} engine states matched")
 
 
-__all__ = ["decode_roofline_agrees", "blocks_held"]
+__all__ = ["batching_twin_agrees", "blocks_held", "decode_roofline_agrees"]

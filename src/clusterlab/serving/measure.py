@@ -93,6 +93,90 @@ def block_tables(block_size: int = 4) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataFrame:
+    """Serve ``workload`` on the real engine, on the wall clock; one row per request.
+
+    Requests are added when their arrival time has passed (open loop: arrivals
+    do not wait for replies). Continuous batching adds them at every step, up
+    to ``max_batch`` running; static batching adds them only once the running
+    batch has finished.
+
+    Args:
+        model: a ``transformers`` Llama.
+        workload: ``cl.serving.sim.Workload``.
+        policy: ``"continuous"`` or ``"static"``.
+        max_batch: requests running at once, in [1, 4096].
+
+    Returns:
+        DataFrame as ``cl.serving.sim.simulate`` returns it, measured.
+    """
+    from clusterlab.core.validate import check_choice
+    from clusterlab.serving.engine import Engine
+
+    check_choice("policy", policy, ("continuous", "static"))
+    max_batch = check_int("max_batch", max_batch, 1, 4096)
+    arrivals = workload.arrivals_s()
+    engine = Engine(model, block_size=16, max_batch_requests=max_batch)
+    vocab = model.config.vocab_size
+    start, nxt, first, done = time.perf_counter(), 0, {}, {}
+    while len(done) < len(arrivals):
+        now = time.perf_counter() - start
+        if policy == "continuous" or not engine.has_unfinished():
+            while nxt < len(arrivals) and arrivals[nxt] <= now:
+                prompt = [(5 * nxt + j + 1) % vocab for j in range(4)]
+                engine.add_request(prompt, workload.new_tokens, request_id=str(nxt))
+                nxt += 1
+        if not engine.has_unfinished():
+            time.sleep(max(0.0, min(arrivals[nxt] - now, 0.01)))
+            continue
+        produced = engine.step()
+        t = time.perf_counter() - start
+        for rid, _ in produced:
+            first.setdefault(int(rid), t)
+        for rid in engine.pop_finished():
+            done[int(rid)] = t
+    rows = [(i, arrivals[i], first[i], done[i]) for i in range(len(arrivals))]
+    df = pd.DataFrame(rows, columns=["request", "arrival_s", "first_token_s", "done_s"])
+    df["ttft_s"] = df.first_token_s - df.arrival_s
+    df["tpot_s"] = (df.done_s - df.first_token_s) / max(workload.new_tokens - 1, 1)
+    return df
+
+
+def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0):
+    """Continuous against static batching at each arrival rate: twin and engine.
+
+    The twin (``cl.serving.sim``) runs with the step cost fitted from this
+    engine's own decoding steps; the engine serves the same arrival times.
+
+    Returns:
+        DataFrame ``rate_per_s, policy, source, ttft_s, tpot_s, requests_per_s``.
+    """
+    from clusterlab.serving.sim import Workload, simulate, summarise
+
+    cost = step_cost(model)
+    rows = []
+    for rate in rates:
+        w = Workload(n=n, rate_per_s=float(rate), new_tokens=8, seed=seed)
+        for policy in ("continuous", "static"):
+            twin = summarise(simulate(w, policy, max_batch=8, **cost))
+            real = summarise(serve_workload(model, w, policy, max_batch=8))
+            rows.append(dict(rate_per_s=rate, policy=policy, source="twin", **twin))
+            rows.append(dict(rate_per_s=rate, policy=policy, source="engine", **real))
+    return pd.DataFrame(rows)
+
+
+def step_cost(model, batches=(1, 8)) -> dict:
+    """The engine's step cost, ``fixed_s + per_request_s x batch``, from two batches.
+
+    Returns:
+        dict ``fixed_s, per_request_s`` (a line through the median steps).
+    """
+    run = measure_decode(model, batches, new_tokens=8)
+    (b0, s0), (b1, s1) = run[["batch", "step_s"]].iloc[[0, -1]].to_numpy()
+    per = max(0.0, (s1 - s0) / (b1 - b0))
+    return {"fixed_s": float(max(0.0, s0 - per * b0)), "per_request_s": float(per)}
+
+
 def model_costs(model) -> dict:
     """What one decoding step costs the roofline: weight bytes and FLOPs per token.
 
@@ -235,6 +319,7 @@ def roofline_table(measured: pd.DataFrame, costs: dict, machine: dict) -> pd.Dat
 
 
 __all__ = [
+    "batching_table",
     "block_tables",
     "decode_model",
     "measure_decode",
@@ -243,4 +328,6 @@ __all__ = [
     "mixed_requests",
     "model_costs",
     "roofline_table",
+    "serve_workload",
+    "step_cost",
 ]
