@@ -151,6 +151,11 @@ WRONG = {
         "def diagnose(groups, timings):\n    return (0, 'data_loader')\n",
         "look for the rank whose stack differs",
     ),
+    "blocks_held": (
+        "def blocks_held(prompt_len, steps, block_size):\n"
+        "    return -(-(prompt_len + steps) // block_size)\n",
+        "the newest token is not cached until the next step",
+    ),
     "commit_index": (
         "def commit_index(match_index):\n    return max(match_index)\n",
         "sort the indices from high to low",

@@ -1,0 +1,98 @@
+"""The scheduler's SimPy twin, and the check that holds it to the engine."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from clusterlab.serving import chart, check
+from clusterlab.serving.sim import Workload, simulate, summarise
+
+COST = dict(fixed_s=0.004, per_request_s=0.001)
+
+
+def test_one_request_alone_waits_one_step_for_its_first_token():
+    df = simulate(Workload(n=1, new_tokens=5), "continuous", **COST)
+    assert df.ttft_s.iloc[0] == pytest.approx(0.005)
+    assert df.tpot_s.iloc[0] == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize("rate", [20.0, 150.0])
+def test_static_batching_never_answers_first(rate):
+    w = Workload(n=40, rate_per_s=rate, new_tokens=8, seed=1)
+    cont = summarise(simulate(w, "continuous", **COST))
+    stat = summarise(simulate(w, "static", **COST))
+    assert stat["ttft_s"] >= cont["ttft_s"]
+
+
+def test_the_gap_grows_with_the_rate_until_the_server_is_overloaded():
+    """Light load: no batch in progress to wait for. Overload: both queue."""
+    ratios = []
+    for rate in (5.0, 60.0, 300.0):
+        w = Workload(n=60, rate_per_s=rate, new_tokens=8, seed=2)
+        s = summarise(simulate(w, "static", **COST))["ttft_s"]
+        c = summarise(simulate(w, "continuous", **COST))["ttft_s"]
+        ratios.append(s / c)
+    assert ratios[1] > ratios[0] * 1.5
+    assert ratios[2] < ratios[1]
+
+
+def test_a_batch_of_one_makes_the_policies_equal():
+    w = Workload(n=20, rate_per_s=100.0, seed=3)
+    a = simulate(w, "static", max_batch=1, **COST)
+    b = simulate(w, "continuous", max_batch=1, **COST)
+    pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        (dict(policy="fifo"), "policy"),
+        (dict(max_batch=0), "max_batch"),
+        (dict(fixed_s=-1.0), "fixed_s"),
+    ],
+)
+def test_bad_inputs_are_named(kwargs, needle):
+    args = dict(policy="static", **COST) | kwargs
+    with pytest.raises(ValueError, match=needle):
+        simulate(Workload(n=3), **args)
+
+
+def test_a_bad_rate_is_named():
+    with pytest.raises(ValueError, match="rate_per_s"):
+        simulate(Workload(n=3, rate_per_s=0.0), "static", **COST)
+
+
+def _table(engine_ratio, twin_ratio, rates=(20.0, 60.0, 150.0)):
+    rows = []
+    for rate in rates:
+        for source, ratio in (("engine", engine_ratio), ("twin", twin_ratio)):
+            rows.append(
+                dict(rate_per_s=rate, policy="continuous", source=source, ttft_s=0.01)
+            )
+            rows.append(
+                dict(
+                    rate_per_s=rate, policy="static", source=source, ttft_s=0.01 * ratio
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def test_the_check_passes_a_twin_that_sees_the_policy():
+    ok, text = check.batching_twin_agrees(_table(2.5, 2.2))
+    assert ok is True and "2.5x measured" in text
+
+
+def test_the_check_fails_a_twin_blind_to_the_policy():
+    ok, text = check.batching_twin_agrees(_table(2.5, 1.0))
+    assert ok is False and "not within" in text
+
+
+def test_the_check_fails_when_static_batching_costs_nothing():
+    ok, text = check.batching_twin_agrees(_table(1.0, 1.0))
+    assert ok is False and "no gain" in text
+
+
+def test_the_chart_draws_both_sources():
+    spec = chart.batching_chart(_table(2.5, 2.2)).to_dict()
+    assert len(spec["layer"]) >= 2
