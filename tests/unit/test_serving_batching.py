@@ -96,3 +96,69 @@ def test_the_check_fails_when_static_batching_costs_nothing():
 def test_the_chart_draws_both_sources():
     spec = chart.batching_chart(_table(2.5, 2.2)).to_dict()
     assert len(spec["layer"]) >= 2
+
+
+def _client(ttfts_client, ttfts_twin, rates=(20.0, 200.0, 600.0)):
+    rows = []
+    for rate, c, t in zip(rates, ttfts_client, ttfts_twin, strict=True):
+        rows.append(dict(rate_per_s=rate, source="client", ttft_s=c))
+        rows.append(dict(rate_per_s=rate, source="twin", ttft_s=t))
+    return pd.DataFrame(rows)
+
+
+def test_the_client_check_passes_a_twin_that_queues():
+    ok, text = check.client_twin_agrees(
+        _client([0.006, 0.012, 0.075], [0.006, 0.01, 0.047])
+    )
+    assert ok is True and "ms seen" in text
+
+
+def test_the_client_check_fails_a_twin_without_queueing():
+    ok, text = check.client_twin_agrees(_client([0.006, 0.012, 0.075], [0.006] * 3))
+    assert ok is False and "600 requests/s" in text
+
+
+def test_the_client_check_fails_a_load_that_never_saturates():
+    ok, text = check.client_twin_agrees(_client([0.006, 0.006, 0.007], [0.006] * 3))
+    assert ok is False and "never saturated" in text
+
+
+def test_the_step_cost_is_a_line_through_the_median_steps():
+    from clusterlab.serving.load import fit_step_cost
+
+    steps = pd.DataFrame(
+        [(1, 0.003), (1, 0.0031), (1, 0.5), (4, 0.006), (8, 0.010)],
+        columns=["batch", "step_s"],
+    )
+    cost = fit_step_cost(steps)
+    assert cost["per_request_s"] == pytest.approx(0.001, rel=0.1)
+    assert cost["fixed_s"] == pytest.approx(0.002, rel=0.2)
+
+
+def test_the_client_chart_draws_client_and_twin():
+    spec = chart.client_chart(_client([0.006, 0.012, 0.075], [0.006, 0.01, 0.047]))
+    assert len(spec.to_dict()["layer"]) == 2
+
+
+def test_a_miss_in_a_run_with_slowed_steps_is_busy_not_passed():
+    table = _table(2.5, 1.0).assign(slow_share=0.3)
+    verdict, text = check.batching_twin_agrees(table)
+    assert verdict == "busy" and "something else had the cores" in text
+
+
+def test_a_miss_in_a_quiet_run_stays_a_miss():
+    table = _table(2.5, 1.0).assign(slow_share=0.02)
+    assert check.batching_twin_agrees(table)[0] is False
+
+
+def test_a_busy_run_that_agrees_still_passes():
+    table = _table(2.5, 2.2).assign(slow_share=0.5)
+    assert check.batching_twin_agrees(table)[0] is True
+
+
+def test_slowed_steps_are_counted_against_their_cost():
+    from clusterlab.serving.measure import slow_share
+
+    steps = [(1, 0.002), (1, 0.0021), (8, 0.009), (8, 0.05)]
+    assert slow_share(steps, fixed_s=0.001, per_request_s=0.001) == 0.25
+    assert slow_share([], fixed_s=0.001, per_request_s=0.001) == 0.0

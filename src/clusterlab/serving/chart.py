@@ -91,6 +91,33 @@ def batching_chart(table: pd.DataFrame) -> alt.LayerChart:
     )
 
 
+def client_chart(table: pd.DataFrame) -> alt.LayerChart:
+    """What the ``openai`` client saw against the twin: first-token time by rate."""
+    check_columns(table, ["rate_per_s", "source", "ttft_s"])
+    data = table.assign(ttft_ms=table["ttft_s"] * 1e3)
+    x = alt.X("rate_per_s:Q", scale=alt.Scale(type="log"), title="requests per second")
+    y = alt.Y(
+        "ttft_ms:Q", scale=alt.Scale(type="log"), title="time to first token (ms)"
+    )
+    twin = (
+        alt.Chart(data[data.source == "twin"])
+        .mark_line(strokeDash=[6, 3], color="#555555")
+        .encode(x=x, y=y)
+    )
+    client = (
+        alt.Chart(data[data.source == "client"])
+        .mark_point(filled=True, size=70, color="#1f5fa8")
+        .encode(x=x, y=y, tooltip=["rate_per_s", "ttft_ms"])
+    )
+    return alt.layer(twin, client).properties(
+        title=alt.TitleParams(
+            "The server under open-loop load: first tokens wait once it saturates",
+            subtitle="points: the openai client against the book's server; dashed: "
+            "the twin with the server's own step times",
+        )
+    )
+
+
 def explorer_data(gpu: dict, models: pd.DataFrame) -> pd.DataFrame:
     """Rows the explorer draws: one per model and batch, with the roofline's inputs.
 
@@ -179,6 +206,7 @@ def explorer_chart(
 
 
 __all__ = [
+    "client_chart",
     "BATCHES",
     "batching_chart",
     "CONTEXT_LOG2",

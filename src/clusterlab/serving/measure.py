@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+import numpy as np
 import pandas as pd
 
 from clusterlab.core.validate import check_int
@@ -118,7 +119,7 @@ def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataF
     arrivals = workload.arrivals_s()
     engine = Engine(model, block_size=16, max_batch_requests=max_batch)
     vocab = model.config.vocab_size
-    start, nxt, first, done = time.perf_counter(), 0, {}, {}
+    start, nxt, first, done, steps = time.perf_counter(), 0, {}, {}, []
     while len(done) < len(arrivals):
         now = time.perf_counter() - start
         if policy == "continuous" or not engine.has_unfinished():
@@ -129,8 +130,10 @@ def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataF
         if not engine.has_unfinished():
             time.sleep(max(0.0, min(arrivals[nxt] - now, 0.01)))
             continue
+        began = time.perf_counter() - start
         produced = engine.step()
         t = time.perf_counter() - start
+        steps.append((len(produced), t - began))
         for rid, _ in produced:
             first.setdefault(int(rid), t)
         for rid in engine.pop_finished():
@@ -139,7 +142,26 @@ def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataF
     df = pd.DataFrame(rows, columns=["request", "arrival_s", "first_token_s", "done_s"])
     df["ttft_s"] = df.first_token_s - df.arrival_s
     df["tpot_s"] = (df.done_s - df.first_token_s) / max(workload.new_tokens - 1, 1)
+    df.attrs["steps"] = steps  # (requests given a token, seconds) per step
     return df
+
+
+#: A step this many times its fitted cost was slowed by something else.
+SLOW_STEP = 3.0
+
+
+def slow_share(steps, fixed_s: float, per_request_s: float) -> float:
+    """The share of ``(batch, step_s)`` steps over :data:`SLOW_STEP` x their cost.
+
+    Noise on a shared machine only adds time, and a step of the engine has no
+    reason of its own to take three times another of its size: a run with many
+    such steps was measured on a busy machine.
+    """
+    if not steps:
+        return 0.0
+    cost = [fixed_s + per_request_s * max(b, 1) for b, _ in steps]
+    slow = [s > SLOW_STEP * c for (_, s), c in zip(steps, cost, strict=True)]
+    return float(np.mean(slow))
 
 
 def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0):
@@ -149,7 +171,8 @@ def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0)
     engine's own decoding steps; the engine serves the same arrival times.
 
     Returns:
-        DataFrame ``rate_per_s, policy, source, ttft_s, tpot_s, requests_per_s``.
+        DataFrame ``rate_per_s, policy, source, ttft_s, tpot_s, requests_per_s,
+        slow_share`` (engine rows: the share of its steps a busy machine slowed).
     """
     from clusterlab.serving.sim import Workload, simulate, summarise
 
@@ -159,7 +182,10 @@ def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0)
         w = Workload(n=n, rate_per_s=float(rate), new_tokens=8, seed=seed)
         for policy in ("continuous", "static"):
             twin = summarise(simulate(w, policy, max_batch=8, **cost))
-            real = summarise(serve_workload(model, w, policy, max_batch=8))
+            run = serve_workload(model, w, policy, max_batch=8)
+            real = summarise(run) | {
+                "slow_share": slow_share(run.attrs["steps"], **cost)
+            }
             rows.append(dict(rate_per_s=rate, policy=policy, source="twin", **twin))
             rows.append(dict(rate_per_s=rate, policy=policy, source="engine", **real))
     return pd.DataFrame(rows)
@@ -286,7 +312,7 @@ def measure_machine(rows: int = 64, dtype: str = "float32") -> dict:
     from clusterlab.roofline.measure import _best_time, measure_stream_bandwidth
 
     rows = check_int("rows", rows, 1, 4096)
-    bw = measure_stream_bandwidth(sizes_bytes=(2**26,), repeats=3)["bw_Bps"].iloc[0]
+    bw = measure_stream_bandwidth(sizes_bytes=(2**26,), repeats=7)["bw_Bps"].iloc[0]
     a = torch.randn(rows, 512, dtype=getattr(torch, dtype))
     w = torch.randn(512, 1536, dtype=getattr(torch, dtype))
     flop = 2.0 * rows * 512 * 1536
@@ -329,5 +355,6 @@ __all__ = [
     "model_costs",
     "roofline_table",
     "serve_workload",
+    "slow_share",
     "step_cost",
 ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import ipaddress
 import json
 import queue
@@ -102,6 +103,8 @@ class EngineLoop:
         self.commands: queue.Queue = queue.Queue()
         self.streams: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue]] = {}
         self.stats = engine.stats()
+        #: (requests given a token, seconds per step) of the latest steps, newest last.
+        self.steps: collections.deque = collections.deque(maxlen=2048)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="engine", daemon=True)
 
@@ -130,7 +133,7 @@ class EngineLoop:
             pass
 
     def _run(self) -> None:
-        engine = self.engine
+        engine, last = self.engine, None
         while not self._stop.is_set():
             try:  # wait for work only when there is none
                 block = not engine.has_unfinished()
@@ -147,7 +150,17 @@ class EngineLoop:
                         self.streams.pop(cmd[1], None)
             except queue.Empty:
                 pass
-            for rid, token in engine.step():
+            started = time.perf_counter()
+            produced = engine.step()
+            ended = time.perf_counter()
+            if produced:  # the batch: the requests this step gave a token
+                # a step straight after another is timed from that one's end, so
+                # the loop's own work and the HTTP threads' share of the CPU
+                # count: the time the queue sees per step
+                since = ended - (last if last is not None else started)
+                self.steps.append((len(produced), since))
+            last = ended if produced and engine.has_unfinished() else None
+            for rid, token in produced:
                 self._send(rid, ("token", token))
             for rid, tokens in engine.pop_finished().items():
                 reason = "stop" if tokens[-1] in engine.eos else "length"
@@ -248,7 +261,13 @@ def build_app(engine: Engine, tokenizer, model_name: str):
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": model_name, "engine": loop.stats}
+        steps = [list(step) for step in list(loop.steps)]
+        return {
+            "status": "ok",
+            "model": model_name,
+            "engine": loop.stats,
+            "steps": steps,
+        }
 
     @app.get("/v1/models")
     async def models():
@@ -317,10 +336,11 @@ def build_app(engine: Engine, tokenizer, model_name: str):
                             error = error_body(exc.message, None, 400)
                             yield f"data: {json.dumps(error)}\n\n"
                             break
-                        if text or reason:
-                            extra = usage() if reason else None
-                            data = json.dumps(chunk(rid, text, reason, extra))
-                            yield f"data: {data}\n\n"
+                        # One event per token, its text empty while a character's
+                        # bytes are incomplete: a client sees every token arrive.
+                        extra = usage() if reason else None
+                        data = json.dumps(chunk(rid, text, reason, extra))
+                        yield f"data: {data}\n\n"
                     yield "data: [DONE]\n\n"
                 finally:  # a client that went away frees its blocks
                     if reason is None:
