@@ -11,12 +11,18 @@ Its code is reached as ``cl.control_plane.<file>.<name>``; each file holds one r
   started and stopped.
 - ``etcd_cluster`` (measure): A three-member etcd cluster on loopback, and a rendezvous
   that loses its leader.
+- ``linearizable`` (check): Is a history of a register linearizable? A small
+  Wing-Gong-Lowe search.
 - ``raft`` (measure): A Raft cluster of real replicas on loopback: elect, write, kill,
   partition.
 - ``raft_experiments`` (measure): Three experiments on a real Raft cluster: leader
   kills, a cut, write latency.
 - ``raft_replica`` (ranks): One Raft replica (``pysyncobj``) driven by JSON lines on
   stdin and stdout.
+- ``register`` (measure): A register on etcd under a fault: the history its clients
+  saw, to be checked.
+- ``register_client`` (ranks): A register client for etcd: writes and reads one key,
+  and logs what it saw.
 - ``ranks``: The worker of the store-host demonstration: a few all-reduces, a JSON line
   each.
 - ``sim``: Cluster scheduling: gang against greedy allocation, backfill, topology.
@@ -33,7 +39,10 @@ ROLES = {
     "etcd_cluster": "measure",
     "raft": "measure",
     "raft_experiments": "measure",
+    "linearizable": "check",
     "raft_replica": "ranks",
+    "register": "measure",
+    "register_client": "ranks",
     "store": "measure",
 }
 

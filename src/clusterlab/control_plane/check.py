@@ -73,6 +73,80 @@ def check_minority_cannot_commit(cut: dict) -> None:
             raise AssertionError(f"{replica} lacks the majority's committed write")
 
 
+#: After the cut, how long the majority may take to elect a new leader before
+#: its writes must go through: etcd's election timeout with room for a busy
+#: machine (the members here run with a 0.5 s timeout).
+REGISTER_ELECTION_S = 2.0
+
+
+def register_verdict(result: dict) -> dict:
+    """Judge a register's history under a cut-off leader (``control_plane.register``).
+
+    Four things must hold, each able to fail: the whole history is linearizable
+    (a read never returns a value older than one a finished write replaced);
+    the majority side's writes went through while the leader was cut off
+    (after an election); the cut-off leader's side answered nothing that was
+    asked after the cut and answered before the heal; and after the heal every
+    member's final read returns the same value.
+
+    Returns:
+        dict ``ok, text`` and the counts (``ops, majority_writes,
+        minority_answers, finals``).
+
+    Raises:
+        AssertionError: naming what failed.
+    """
+    from clusterlab.control_plane.linearizable import (
+        check_linearizable,
+        ops_from_records,
+    )
+
+    recs, leader = result["records"], result["leader"]
+    cut, healed = result["cut_s"], result["healed_s"]
+    ok, text = check_linearizable(ops_from_records(recs))
+    if not ok:
+        raise AssertionError(f"the register's history is {text}")
+    major = [
+        r for r in recs
+        if r["process"] != leader and r["kind"] == "write" and r["outcome"] == "ok"
+        and cut + REGISTER_ELECTION_S < r["invoke_s"] and r["complete_s"] < healed
+    ]  # fmt: skip
+    if not major:
+        raise AssertionError(
+            "the majority side wrote nothing while the leader was cut off: it "
+            f"did not elect a leader within {REGISTER_ELECTION_S:g} s"
+        )
+    minor = [
+        r for r in recs
+        if r["process"] == leader and r["outcome"] == "ok"
+        and cut < r["invoke_s"] and r["complete_s"] < healed
+    ]  # fmt: skip
+    if minor:
+        r = minor[0]
+        raise AssertionError(
+            f"the cut-off member answered a {r['kind']} ({r['value']!r}) during the "
+            "cut: a minority must refuse, or it could serve stale data"
+        )
+    finals = {
+        r["process"]: r["value"]
+        for r in recs
+        if r.get("final") and r["outcome"] == "ok"
+    }
+    members = {r["process"] for r in recs}
+    if set(finals) != members or len(set(finals.values())) != 1:
+        raise AssertionError(
+            f"after the heal the members' final reads were {finals}: they must "
+            "all answer, with one value"
+        )
+    said = (
+        f"{text}; {len(major)} writes through the majority during the cut, none "
+        f"answered by the cut-off leader, and all {len(finals)} members read "
+        f"{next(iter(finals.values()))!r} after the heal"
+    )
+    return dict(ok=True, text=said, ops=len(recs), majority_writes=len(major),
+                minority_answers=0, finals=finals)  # fmt: skip
+
+
 #: The vote's round trip and a replica woken late, seconds: measured up to
 #: 8 ms (median 2 ms) over 24 elections on 2 CPU cores, quiet and beside two
 #: busy loops; 0.05 s allows six times the worst.
@@ -285,4 +359,5 @@ __all__ = [
     "check_topology_placement",
     "check_write_latency",
     "commit_index",
+    "register_verdict",
 ]
