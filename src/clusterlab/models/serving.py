@@ -414,8 +414,12 @@ def serving_cost_table(
     """
     m = published.row("serving_models", model=model)
     ctx = check_int("context_tokens", context_tokens, 1, 1 << 24)
-    kv = kv_bytes_per_token(int(m["n_layers"]), int(m["n_kv_heads"]),
-                            int(m["head_dim"]), bytes_per_value=bytes_per_value)
+    kv = kv_bytes_per_token(
+        int(m["n_layers"]),
+        int(m["n_kv_heads"]),
+        int(m["head_dim"]),
+        bytes_per_value=bytes_per_value,
+    )
     weights = float(m["params_total"]) * bytes_per_value  # fmt: skip
     rows = []
     for name, mach in serving_machines().items():

@@ -16,7 +16,10 @@ def blocks_held(prompt_len: int, steps: int, block_size: int) -> int:
 
 
 def kv_bytes_shipped(
-    n_layers: int, n_kv_heads: int, head_dim: int, prompt_tokens: int,
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    prompt_tokens: int,
     bytes_per_value: int,
 ) -> int:
     """Bytes of KV cache a prefill process ships for one request.

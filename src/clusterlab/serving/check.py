@@ -124,8 +124,6 @@ def blocks_held(fn) -> bool:
     return passed("blocks_held", f"{cases} engine states matched")
 
 
-
-
 def tp_equals_one_process(ranks: list[dict], reference: dict) -> tuple[bool, str]:
     """Did every tensor-parallel rank decode one process's tokens, from a shard?
 

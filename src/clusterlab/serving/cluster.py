@@ -39,8 +39,7 @@ def prompts_of(n: int, low: int, high: int, seed: int = 0) -> list[list[int]]:
     high = check_int("high", high, low, 4096)
     rng = random.Random(seed)
     return [
-        [rng.randrange(1, 256) for _ in range(rng.randint(low, high))]
-        for _ in range(n)
+        [rng.randrange(1, 256) for _ in range(rng.randint(low, high))] for _ in range(n)
     ]
 
 
