@@ -114,7 +114,9 @@ def _prefill(engine, prompts, new_tokens, t0):
     shipped, times = [], []
     for i, p in enumerate(prompts):
         start = time.perf_counter()
-        rid = engine.add_request(list(p), max_new_tokens=new_tokens)
+        # At least two tokens asked for, so that the first step does not end
+        # the request and free its blocks before they are read.
+        rid = engine.add_request(list(p), max_new_tokens=max(new_tokens, 2))
         ((_, first),) = engine.step()  # the whole prompt, then its first token
         k, v = export_kv(engine, rid)
         engine.abort_request(rid)
