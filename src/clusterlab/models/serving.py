@@ -433,8 +433,57 @@ def serving_cost_table(
     return pd.DataFrame(rows)
 
 
+def disagg_sweep(
+    model: str = "Llama 3 70B",
+    gpu: str = "H100 SXM5",
+    n_gpus: int = 8,
+    batch: int = 32,
+    context_tokens: int = 4096,
+    rates_per_s=tuple(round(0.05 * 1.5**i, 4) for i in range(18)),
+    links=("NVLink 4", "NDR400 InfiniBand", "100GbE TCP"),
+) -> pd.DataFrame:
+    """Inputs of the "when does disaggregation pay" explorer, per rate and link.
+
+    One server of ``n_gpus`` GPUs holds the model. A prefill runs at the
+    book's MFU on all of them (``2 x parameters`` FLOPs per prompt token); a
+    decoding step of ``batch`` requests of ``context_tokens`` is the roofline's
+    (:func:`decode_step_s`); the KV cache crosses ``link`` at its latency and
+    effective bandwidth (:func:`kv_transfer_s`). The prompt's length is left
+    to the explorer: every time here is per prompt token, or fixed.
+
+    Returns:
+        DataFrame ``rate_per_s, link, prefill_s_per_token, transfer_alpha_s,
+        transfer_s_per_token, decode_step_s``.
+    """
+    from clusterlab.models.interconnects import default_mfu
+    from clusterlab.models.links import as_link
+
+    m = published.row("serving_models", model=model)
+    spec = published.row("gpu_specs", part=gpu)
+    n = check_int("n_gpus", n_gpus, 1, 1024)
+    params = float(m["params_total"])
+    kv = kv_bytes_per_token(int(m["n_layers"]), int(m["n_kv_heads"]),
+                            int(m["head_dim"]))  # fmt: skip
+    per_token = 2.0 * params / (float(spec["bf16_dense_flops"]) * n * default_mfu())
+    step = decode_step_s(
+        batch, weight_bytes=2.0 * params, flops_per_token=2.0 * params,
+        bandwidth_Bps=float(spec["hbm_bandwidth_Bps"]) * n,
+        peak_flops=float(spec["bf16_dense_flops"]) * n,
+        kv_bytes_per_request=kv * context_tokens,
+    )  # fmt: skip
+    rows = []
+    for name in links:
+        lk = as_link(name)
+        for rate in rates_per_s:
+            r = check_float("rates_per_s", rate, 0.0, 1e6, low_inclusive=False)
+            rows.append((r, name, per_token, lk.alpha_s, kv / lk.effective_Bps, step))
+    cols = ["rate_per_s", "link", "prefill_s_per_token", "transfer_alpha_s"]
+    return pd.DataFrame(rows, columns=cols + ["transfer_s_per_token", "decode_step_s"])
+
+
 __all__ = [
     "cost_per_million_tokens",
+    "disagg_sweep",
     "disagg_latency",
     "kv_transfer_s",
     "serving_cost",
