@@ -281,6 +281,10 @@ def disagg_latency(
     }
 
 
+#: The dearest machine-hour the cost model accepts, in dollars (a sanity range).
+_MAX_HOURLY = 1e5
+
+
 def cost_per_million_tokens(tokens_per_s: float, price_per_hour: float) -> float:
     """Dollars per million generated tokens of a machine kept busy.
 
@@ -290,7 +294,7 @@ def cost_per_million_tokens(tokens_per_s: float, price_per_hour: float) -> float
     """
     rate = check_float("tokens_per_s", tokens_per_s, 0.0, math.inf,
                        low_inclusive=False)  # fmt: skip
-    price = check_float("price_per_hour", price_per_hour, 0.0, 1e6,
+    price = check_float("price_per_hour", price_per_hour, 0.0, _MAX_HOURLY,
                         low_inclusive=False)  # fmt: skip
     return price / (3600.0 * rate) * 1e6
 
@@ -439,7 +443,7 @@ def disagg_sweep(
     n_gpus: int = 8,
     batch: int = 32,
     context_tokens: int = 4096,
-    rates_per_s=tuple(round(0.05 * 1.5**i, 4) for i in range(18)),
+    rates_per_s=None,
     links=("NVLink 4", "NDR400 InfiniBand", "100GbE TCP"),
 ) -> pd.DataFrame:
     """Inputs of the "when does disaggregation pay" explorer, per rate and link.
@@ -453,7 +457,8 @@ def disagg_sweep(
 
     Returns:
         DataFrame ``rate_per_s, link, prefill_s_per_token, transfer_alpha_s,
-        transfer_s_per_token, decode_step_s``.
+        transfer_s_per_token, decode_step_s`` (rates: 0.05/s up, x1.5 a row,
+        unless ``rates_per_s`` is given).
     """
     from clusterlab.models.interconnects import default_mfu
     from clusterlab.models.links import as_link
@@ -471,6 +476,8 @@ def disagg_sweep(
         peak_flops=float(spec["bf16_dense_flops"]) * n,
         kv_bytes_per_request=kv * context_tokens,
     )  # fmt: skip
+    if rates_per_s is None:
+        rates_per_s = [round(0.05 * 1.5**i, 4) for i in range(18)]
     rows = []
     for name in links:
         lk = as_link(name)
