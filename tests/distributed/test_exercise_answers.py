@@ -151,6 +151,11 @@ WRONG = {
         "def diagnose(groups, timings):\n    return (0, 'data_loader')\n",
         "look for the rank whose stack differs",
     ),
+    "blocks_held": (
+        "def blocks_held(prompt_len, steps, block_size):\n"
+        "    return -(-(prompt_len + steps) // block_size)\n",
+        "the newest token is not cached until the next step",
+    ),
     "commit_index": (
         "def commit_index(match_index):\n    return max(match_index)\n",
         "sort the indices from high to low",
@@ -167,7 +172,8 @@ WRONG = {
     "kv_bytes_shipped": (
         "def kv_bytes_shipped(n_layers, n_kv_heads, head_dim, prompt_tokens,"
         " bytes_per_value):\n"
-        "    return n_layers * n_kv_heads * head_dim * prompt_tokens * bytes_per_value\n",
+        "    return n_layers * n_kv_heads * head_dim * prompt_tokens"
+        " * bytes_per_value\n",
         "Count keys and values",
     ),
 }

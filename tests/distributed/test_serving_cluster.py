@@ -8,8 +8,8 @@ import torch
 
 import clusterlab as cl
 from clusterlab.core.launcher import launch
-from clusterlab.serving import check
-from clusterlab.serving.cluster import (
+from clusterlab.serving_cluster import check
+from clusterlab.serving_cluster.measure import (
     CLUSTER_MODEL,
     comm_table,
     disagg_run,
@@ -18,7 +18,7 @@ from clusterlab.serving.cluster import (
     reference_outputs,
     tp_decode,
 )
-from clusterlab.serving.ranks import TensorParallelEngine, tp_decode_worker
+from clusterlab.serving_cluster.ranks import TensorParallelEngine, tp_decode_worker
 
 pytestmark = [pytest.mark.dist]
 
@@ -105,7 +105,7 @@ def test_kv_shipped_survives_a_request_that_ends_at_its_first_token():
 
 
 def test_the_exercise_check_passes_the_answer_and_fails_a_wrong_one(capsys):
-    assert check.kv_bytes_shipped(cl.serving.answer.kv_bytes_shipped)
+    assert check.kv_bytes_shipped(cl.serving_cluster.answer.kv_bytes_shipped)
     with pytest.raises(AssertionError, match="keys and values"):
         check.kv_bytes_shipped(lambda L, h, d, n, b: L * h * d * n * b)
     with pytest.raises(AssertionError):  # the first token's KV counted too

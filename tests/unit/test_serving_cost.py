@@ -9,7 +9,7 @@ import pytest
 
 import clusterlab as cl
 from clusterlab.models import serving as m
-from clusterlab.serving import check
+from clusterlab.serving_cluster import check
 
 ROOF = dict(weight_bytes=16e9, flops_per_token=1.6e10, bandwidth_Bps=3.35e12,
             peak_flops=9.9e14)  # fmt: skip
@@ -133,6 +133,6 @@ def test_the_tp_check_fails_other_tokens_or_uneven_shards():
 
 
 def test_the_answer_is_the_model_times_the_prompt():
-    assert cl.serving.answer.kv_bytes_shipped(80, 8, 128, 1000, 2) == (
+    assert cl.serving_cluster.answer.kv_bytes_shipped(80, 8, 128, 1000, 2) == (
         1000 * m.kv_bytes_per_token(80, 8, 128)
     )

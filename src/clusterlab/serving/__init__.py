@@ -8,9 +8,6 @@ Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
 - ``server``: an OpenAI-compatible completions server over the engine
   (``python -m clusterlab.serving.server --host 127.0.0.1 --port 8000``).
 - ``tiny``: the book's tiny model: a seeded random Llama and a byte-level tokenizer.
-- ``ranks``: tensor-parallel decoding: the engine split by heads and MLP columns.
-- ``disagg``: prefill on one rank, decode on another, the KV cache sent between.
-- ``cluster``: the serving-on-a-cluster runs, launched and tabulated.
 - ``measure``: decoding speed against the batch, beside the roofline.
 - ``chart``, ``widget``: the decode charts and the serving explorer.
 - ``check``, ``answer``: the lab's checks and its exercise's solution.
@@ -19,12 +16,6 @@ Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role.
-ROLES = {
-    "cluster": "measure",
-    "disagg": "ranks",
-    "engine": "ranks",
-    "server": "measure",
-    "tiny": "ranks",
-}
+ROLES = {"engine": "ranks", "server": "measure", "tiny": "ranks"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

@@ -18,7 +18,7 @@ messages. With two GPUs or more the same code runs on CUDA tensors over NCCL.
 
 Run it from a shell and compare with one process::
 
-    torchrun --nproc-per-node 2 -m clusterlab.serving.ranks
+    torchrun --nproc-per-node 2 -m clusterlab.serving_cluster.ranks
 """
 
 from __future__ import annotations

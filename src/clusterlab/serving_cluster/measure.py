@@ -63,10 +63,10 @@ def tp_decode(prompts, new_tokens: int = 8, world_size: int = 2, seed: int = 0,
     """Decode ``prompts`` on ``world_size`` tensor-parallel ranks; their results.
 
     Returns:
-        ``cl.serving.ranks.tp_decode_worker``'s dict, one per rank.
+        ``cl.serving_cluster.ranks.tp_decode_worker``'s dict, one per rank.
     """
     from clusterlab.core.launcher import launch
-    from clusterlab.serving.ranks import tp_decode_worker
+    from clusterlab.serving_cluster.ranks import tp_decode_worker
 
     world_size = check_int("world_size", world_size, 1, 8)
     return launch(tp_decode_worker, world_size, timeout=timeout, prompts=prompts,
@@ -112,7 +112,7 @@ def allreduce_table(hidden: int, batches=(1, 4, 16, 64), large=(2**20, 2**22),
     from clusterlab.core.alpha_beta import fit_alpha_beta
     from clusterlab.core.launcher import launch
     from clusterlab.models.serving import tp_allreduce_bytes
-    from clusterlab.serving.ranks import allreduce_sweep_worker
+    from clusterlab.serving_cluster.ranks import allreduce_sweep_worker
 
     sizes = [tp_allreduce_bytes(hidden, b, bytes_per_value) for b in batches]
     sizes += [float(s) for s in large]
@@ -133,10 +133,10 @@ def disagg_run(prompts, new_tokens: int = 16, seed: int = 0, model_kw=None,
 
     Returns:
         dict ``prefill`` and ``decode`` (the two ranks' results of
-        ``cl.serving.disagg.disagg_worker``) and ``colocated``.
+        ``cl.serving_cluster.disagg.disagg_worker``) and ``colocated``.
     """
     from clusterlab.core.launcher import launch
-    from clusterlab.serving.disagg import colocated_worker, disagg_worker
+    from clusterlab.serving_cluster.disagg import colocated_worker, disagg_worker
 
     kw = dict(prompts=prompts, new_tokens=new_tokens, seed=seed,
               model_kw=CLUSTER_MODEL if model_kw is None else model_kw)  # fmt: skip
