@@ -136,3 +136,23 @@ def test_the_answer_is_the_model_times_the_prompt():
     assert cl.serving_cluster.answer.kv_bytes_shipped(80, 8, 128, 1000, 2) == (
         1000 * m.kv_bytes_per_token(80, 8, 128)
     )
+
+
+def test_the_disaggregation_sweep_and_its_chart_share_the_control():
+    sweep = m.disagg_sweep()
+    assert set(sweep.link) == {"NVLink 4", "NDR400 InfiniBand", "100GbE TCP"}
+    nv = sweep[sweep.link == "NVLink 4"].transfer_s_per_token.iloc[0]
+    eth = sweep[sweep.link == "100GbE TCP"].transfer_s_per_token.iloc[0]
+    assert eth > 10 * nv
+    spec = cl.serving_cluster.chart.disagg_chart(sweep).to_dict()
+    names = [p["name"] for p in spec["params"]]
+    assert cl.serving_cluster.chart.PROMPT_LOG2.name in names
+
+
+def test_the_pipeline_diagram_labels_the_bytes_shipped():
+    kv = m.kv_bytes_per_token(80, 8, 128)
+    chart = cl.serving_cluster.diagram.disagg_diagram(
+        kv, 4096, m.kv_transfer_s(4096, kv, "NDR400 InfiniBand"), "NDR400 InfiniBand"
+    )
+    text = str(chart.to_dict())
+    assert "KV cache, 1.34 GB" in text and "NDR400 InfiniBand" in text
