@@ -156,3 +156,14 @@ def test_the_pipeline_diagram_labels_the_bytes_shipped():
     )
     text = str(chart.to_dict())
     assert "KV cache, 1.34 GB" in text and "NDR400 InfiniBand" in text
+
+
+@pytest.mark.parametrize(
+    "prompts, match",
+    [([], "prompts=0"), ([[1, 2], []], r"prompts\[1\]"), ([[300]], "0, 255")],
+)
+def test_bad_prompts_are_refused_before_any_rank_starts(prompts, match):
+    with pytest.raises(ValueError, match=match):
+        cl.serving_cluster.measure.disagg_run(prompts)
+    with pytest.raises(ValueError, match=match):
+        cl.serving_cluster.measure.tp_decode(prompts)

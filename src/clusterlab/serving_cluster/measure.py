@@ -43,6 +43,26 @@ def prompts_of(n: int, low: int, high: int, seed: int = 0) -> list[list[int]]:
     ]
 
 
+def check_prompts(prompts) -> list[list[int]]:
+    """``prompts`` as lists of token ids, or a ValueError saying what is wrong.
+
+    Args:
+        prompts: 1 to 1000 non-empty lists of ids in [0, 255] (the tiny model's
+            byte vocabulary).
+    """
+    out = [list(p) for p in prompts] if isinstance(prompts, (list, tuple)) else None
+    if not out or len(out) > 1000:
+        n = len(out) if out is not None else type(prompts).__name__
+        raise ValueError(f"prompts={n}: give a list of 1 to 1000 prompts")
+    for i, p in enumerate(out):
+        if not p or not all(isinstance(t, int) and 0 <= t < 256 for t in p):
+            raise ValueError(
+                f"prompts[{i}]={p[:8]!r}: each prompt is a non-empty list of token "
+                "ids in [0, 255]"
+            )
+    return out
+
+
 def reference_outputs(prompts, new_tokens: int, seed: int = 0, model_kw=None):
     """Greedy tokens of one process: ``transformers``' ``generate``, per prompt."""
     import torch
@@ -69,6 +89,7 @@ def tp_decode(prompts, new_tokens: int = 8, world_size: int = 2, seed: int = 0,
     from clusterlab.serving_cluster.ranks import tp_decode_worker
 
     world_size = check_int("world_size", world_size, 1, 8)
+    prompts = check_prompts(prompts)
     return launch(tp_decode_worker, world_size, timeout=timeout, prompts=prompts,
                   new_tokens=new_tokens, seed=seed, model_kw=model_kw)  # fmt: skip
 
@@ -138,6 +159,8 @@ def disagg_run(prompts, new_tokens: int = 16, seed: int = 0, model_kw=None,
     from clusterlab.core.launcher import launch
     from clusterlab.serving_cluster.disagg import colocated_worker, disagg_worker
 
+    prompts = check_prompts(prompts)
+    check_int("new_tokens", new_tokens, 1, 1024)
     kw = dict(prompts=prompts, new_tokens=new_tokens, seed=seed,
               model_kw=CLUSTER_MODEL if model_kw is None else model_kw)  # fmt: skip
     prefill, decode = launch(disagg_worker, 2, timeout=timeout, **kw)
@@ -199,6 +222,7 @@ __all__ = [
     "disagg_run",
     "disagg_table",
     "latency_summary",
+    "check_prompts",
     "prompts_of",
     "reference_outputs",
     "tp_decode",
