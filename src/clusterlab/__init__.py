@@ -56,6 +56,7 @@ TOPICS = (
     "debugging",
     "control_plane",
     "serving",
+    "serving_cluster",
     "economics",
     "decide",
 )

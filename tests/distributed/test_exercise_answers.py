@@ -169,6 +169,13 @@ WRONG = {
         "    return gpu_price < cpu_price\n",
         "compare gpu_price / speedup with cpu_price",
     ),
+    "kv_bytes_shipped": (
+        "def kv_bytes_shipped(n_layers, n_kv_heads, head_dim, prompt_tokens,"
+        " bytes_per_value):\n"
+        "    return n_layers * n_kv_heads * head_dim * prompt_tokens"
+        " * bytes_per_value\n",
+        "Count keys and values",
+    ),
 }
 
 
