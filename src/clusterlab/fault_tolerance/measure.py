@@ -45,6 +45,7 @@ class FaultRun:
         steps: the step every group trained to.
         listeners: every listening address seen, ``{process name: [IP:PORT]}``.
         exit_codes: ``{process name: return code}`` of the groups.
+        pids: ``{process name: pid}`` of every process started (all ended).
     """
 
     log: pd.DataFrame
@@ -55,6 +56,7 @@ class FaultRun:
     steps: int
     listeners: dict = field(default_factory=dict)
     exit_codes: dict = field(default_factory=dict)
+    pids: dict = field(default_factory=dict)
 
 
 def read_logs(paths: dict) -> pd.DataFrame:
@@ -174,6 +176,7 @@ def kill_and_heal(
         return path, _spawn(cmd, folder / f"replica{rid}_life{life}.out", env)
 
     procs: dict = {}
+    pids: dict = {}
     paths: dict = {}
     listeners: dict = {}
     deadline = time.monotonic() + timeout_s
@@ -187,6 +190,7 @@ def kill_and_heal(
         _wait_for(reached, left(), "the kill step", procs)
         for n, a in _listeners(procs).items():
             listeners.setdefault(n, set()).update(a)
+        pids[f"replica{killed}"] = procs[f"replica{killed}"].pid
         procs[f"replica{killed}"].send_signal(signal.SIGKILL)
         kill_time = time.time()
         procs[f"replica{killed}"].wait(timeout=10)
@@ -205,7 +209,8 @@ def kill_and_heal(
         )  # fmt: skip
         codes = {n: p.returncode for n, p in groups.items()}
     finally:
-        for p in procs.values():
+        for name, p in procs.items():
+            pids[name] = p.pid
             _kill(p)
     log = read_logs(paths)
     before = log[(log["replica_id"] == str(killed)) & (log["life"] == 0)]
@@ -218,6 +223,7 @@ def kill_and_heal(
         steps=steps,
         listeners={n: sorted(a) for n, a in listeners.items()},
         exit_codes=codes,
+        pids=pids,
     )
 
 
