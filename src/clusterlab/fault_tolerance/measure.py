@@ -26,6 +26,13 @@ import pandas as pd
 from clusterlab.core.validate import check_float, check_int
 from clusterlab.fault_tolerance import loopback
 
+#: The lighthouse's settings in ``kill_and_heal``: a group that stops heart-beating
+#: for ``HEARTBEAT_TIMEOUT_S`` is dead, and a quorum waits ``JOIN_TIMEOUT_S`` at
+#: most for late members.
+HEARTBEAT_TIMEOUT_S = 1.0
+JOIN_TIMEOUT_S = 1.0
+QUORUM_TICK_S = 0.05
+
 LOG_COLUMNS = [
     "step", "replica_id", "participants", "samples", "params_sha256",
     "healed_from", "time", "life",
@@ -57,6 +64,28 @@ class FaultRun:
     listeners: dict = field(default_factory=dict)
     exit_codes: dict = field(default_factory=dict)
     pids: dict = field(default_factory=dict)
+
+
+def torchft_missing() -> str | None:
+    """None where torchft runs here, else a sentence saying why and where it does.
+
+    torchft ships wheels for Linux on x86-64 only (Python 3.11 to 3.13).
+    """
+    import importlib.util
+    import platform
+
+    if importlib.util.find_spec("torchft") is not None:
+        lighthouse = os.path.join(os.path.dirname(sys.executable), "torchft_lighthouse")
+        if os.path.exists(lighthouse):
+            return None
+        return f"torchft is installed but its lighthouse is not at {lighthouse}"
+    where = f"{platform.system()} on {platform.machine()}"
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        return (
+            f"torchft has no wheel for {where}; run this lab on Colab or on a "
+            "Linux x86-64 machine (pip install torchft==0.2.0)"
+        )
+    return "torchft is not installed: pip install torchft==0.2.0, then run again"
 
 
 def read_logs(paths: dict) -> pd.DataFrame:
@@ -160,8 +189,9 @@ def kill_and_heal(
     lighthouse = [
         os.path.join(os.path.dirname(sys.executable), "torchft_lighthouse"),
         "--bind", f"{loopback.LOOPBACK}:{port}", "--min_replicas", str(majority),
-        "--join_timeout_ms", "1000", "--quorum_tick_ms", "50",
-        "--heartbeat_timeout_ms", "1000",
+        "--join_timeout_ms", str(round(JOIN_TIMEOUT_S * 1000)),
+        "--quorum_tick_ms", str(round(QUORUM_TICK_S * 1000)),
+        "--heartbeat_timeout_ms", str(round(HEARTBEAT_TIMEOUT_S * 1000)),
     ]  # fmt: skip
 
     def group(rid: int, life: int):
@@ -271,4 +301,11 @@ def recovery_summary(run: FaultRun) -> dict:
     }
 
 
-__all__ = ["FaultRun", "kill_and_heal", "read_logs", "recovery_summary", "throughput"]
+__all__ = [
+    "FaultRun",
+    "kill_and_heal",
+    "read_logs",
+    "recovery_summary",
+    "throughput",
+    "torchft_missing",
+]
