@@ -221,3 +221,80 @@ def test_young_is_what_the_checkpoint_curve_uses():
     m = job_mtbf(50_000 * 3600.0, 1024)
     want = goodput(young_daly_interval(60.0, m), 60.0, m, 300.0)
     assert ft.checkpoint_restart_goodput(m, 60.0, 300.0) == pytest.approx(want)
+
+
+def trainer_log() -> pd.DataFrame:
+    """The good log with ``step_samples``: group 1 heals in step 4 and trains
+    nothing, so its slot is queued and trained in step 5."""
+    from clusterlab.fault_tolerance.train import advance, assign_batches
+
+    rows, data = [], {"next": 0, "pending": []}
+    for step, groups, _ in HISTORY:
+        w = len(groups)
+        slots = assign_batches(data, w)
+        ordered = sorted(groups)
+        trained = [r is not None for _, r in ordered]
+        ranks = {g: i for i, (g, _) in enumerate(ordered)}
+        everyone = sorted(s for b, t in zip(slots, trained, strict=True) if t
+                          for s in (2 * b, 2 * b + 1))  # fmt: skip
+        for g, r in groups:
+            b = slots[ranks[g]]
+            own = [] if r is None else [2 * b, 2 * b + 1]
+            rows.append(
+                dict(step=step, replica_id=g, step_samples=everyone, samples=own)
+            )
+        data = advance(data, w, trained)
+    return pd.DataFrame(rows)
+
+
+def test_exactly_once_reads_the_steps_samples_of_a_trainers_log():
+    log = trainer_log()
+    assert check.exactly_once(log)
+    # A step a group did not commit is still in its peers' step_samples.
+    assert check.exactly_once(log[~((log["step"] == 2) & (log["replica_id"] == "1"))])
+    split = log.copy()
+    split.at[0, "step_samples"] = [0, 1]
+    with pytest.raises(AssertionError, match="disagree on the samples"):
+        check.exactly_once(split)
+    stray = log.copy()
+    stray.at[0, "samples"] = [999]
+    with pytest.raises(AssertionError, match="does not include"):
+        check.exactly_once(stray)
+    again = log.copy()
+    last = again["step"] == again["step"].max()
+    again.loc[last, "step_samples"] = again.loc[last, "step_samples"].map(
+        lambda s: [*s, 0]
+    )
+    with pytest.raises(AssertionError, match="trained twice"):
+        check.exactly_once(again)
+
+
+def test_the_data_position_queues_a_healing_groups_batch():
+    from clusterlab.fault_tolerance.train import advance, assign_batches
+
+    data = {"next": 6, "pending": []}
+    assert assign_batches(data, 3) == [6, 7, 8]
+    data = advance(data, 3, [True, False, True])
+    assert data == {"next": 9, "pending": [7]}
+    assert assign_batches(data, 2) == [7, 9]
+    assert advance(data, 2, [True, True]) == {"next": 10, "pending": []}
+    with pytest.raises(ValueError, match="trained has 1 entries"):
+        advance(data, 2, [True])
+    with pytest.raises(ValueError, match="quorum_size"):
+        assign_batches(data, 0)
+
+
+def test_every_batch_is_trained_once_over_random_histories():
+    from clusterlab.fault_tolerance.train import advance, assign_batches
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        data, seen = {"next": 0, "pending": []}, []
+        for _ in range(int(rng.integers(1, 30))):
+            w = int(rng.integers(1, 6))
+            slots = assign_batches(data, w)
+            trained = list(rng.random(w) > 0.2)
+            seen += [b for b, t in zip(slots, trained, strict=True) if t]
+            data = advance(data, w, trained)
+        assert len(seen) == len(set(seen))
+        assert sorted(seen + data["pending"]) == list(range(data["next"]))

@@ -18,9 +18,42 @@ from clusterlab.core.validate import check_int
 from clusterlab.fault_tolerance import loopback
 
 
+def _step_batches(log: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """One row per step with the samples it trained, or what is inconsistent.
+
+    With a ``step_samples`` column (the trainer's log), every group that
+    committed a step must report the same samples for it, and its own batch must
+    be part of them; without one (a bare log), a step's samples are the union of
+    its groups' batches.
+    """
+    if "step_samples" not in log.columns:
+        return log, None
+    for r in log.itertuples():
+        if not set(r.samples) <= set(r.step_samples):
+            return log, (
+                f"group {r.replica_id} trained samples in step {r.step} that the "
+                "step's commit does not include"
+            )
+    per_step = log.groupby("step")["step_samples"].agg(lambda v: {tuple(x) for x in v})
+    split = per_step[per_step.map(len) > 1]
+    if len(split):
+        return log, (
+            f"the groups that committed step {int(split.index[0])} disagree on the "
+            "samples it trained"
+        )
+    rows = [
+        dict(step=s, replica_id="all", samples=list(next(iter(v))))
+        for s, v in per_step.items()
+    ]
+    return pd.DataFrame(rows, columns=["step", "replica_id", "samples"]), None
+
+
 def _reuse_or_gap(log: pd.DataFrame) -> str | None:
     """What breaks exactly-once reading in ``log``, or None."""
     check_columns(log, ["step", "replica_id", "samples"])
+    log, problem = _step_batches(log)
+    if problem:
+        return problem
     seen = Counter(s for batch in log["samples"] for s in batch)
     twice = sorted(s for s, n in seen.items() if n > 1)
     if twice:
@@ -40,11 +73,16 @@ def _reuse_or_gap(log: pd.DataFrame) -> str | None:
 
 
 def exactly_once(log: pd.DataFrame) -> bool:
-    """No sample in two committed batches, and none skipped (ids 0..n-1 all read)."""
+    """No sample in two committed steps, and none skipped (ids 0..n-1 all read).
+
+    A step's samples are its ``step_samples`` where the log has them: a group
+    whose peers committed a step it did not commit logs nothing for it, but its
+    batch was trained in that step all the same.
+    """
     problem = _reuse_or_gap(log)
     if problem:
         raise AssertionError(problem)
-    n = sum(len(b) for b in log["samples"])
+    n = len({s for b in _step_batches(log)[0]["samples"] for s in b})
     return passed("exactly_once", f"{n} samples, each in one committed batch")
 
 

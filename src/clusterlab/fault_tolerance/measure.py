@@ -34,7 +34,7 @@ JOIN_TIMEOUT_S = 1.0
 QUORUM_TICK_S = 0.05
 
 LOG_COLUMNS = [
-    "step", "replica_id", "participants", "samples", "params_sha256",
+    "step", "replica_id", "participants", "samples", "step_samples", "params_sha256",
     "healed_from", "time", "life",
 ]  # fmt: skip
 

@@ -20,11 +20,17 @@ Each committed step writes one JSON line to ``--log``: ``step``, ``replica_id``,
 ``participants``, ``samples`` (the sample ids of this group's batch),
 ``params_sha256`` and ``healed_from`` (the peer it healed from, or null).
 
-Data are read exactly once: the position in the data is the number of batches the
-quorum has committed (``manager.batches_committed()``), which is part of the state
-a healing group receives; the group of quorum rank ``r`` in a step of ``W``
-groups reads batch ``position + r``. A step that does not commit leaves the
-position where it was, so its samples are trained in a later step.
+Each line also holds ``step_samples``, every sample the quorum trained in that
+step (a group's own batch is one part of it; a group that did not commit a step
+its peers committed logs nothing for it).
+
+Data are read exactly once: the position in the data (the next batch, and the
+batches of a step that were not trained) is part of the state a healing group
+receives. In a step of ``W`` groups the group of quorum rank ``r`` reads slot
+``r`` of ``assign_batches``; one entry per rank in the all-reduced tensor says
+which slots were trained. A healing group trains nothing (torchft zeroes its
+gradients), so its slot goes back to the queue; a step that does not commit
+changes nothing, so its samples are trained in a later step.
 """
 
 from __future__ import annotations
@@ -48,6 +54,37 @@ def batch_samples(batch_index: int, batch: int) -> list[int]:
     batch_index = check_int("batch_index", batch_index, 0)
     batch = check_int("batch", batch, 1, 4096)
     return list(range(batch_index * batch, (batch_index + 1) * batch))
+
+
+def assign_batches(data: dict, quorum_size: int) -> list[int]:
+    """The batch of each quorum rank: the queued batches first, then new ones.
+
+    Args:
+        data: the data position, ``{"next": int, "pending": [int]}``.
+        quorum_size: the groups in the step's quorum, in [1, 4096].
+    """
+    w = check_int("quorum_size", quorum_size, 1, 4096)
+    queued = list(data["pending"][:w])
+    return queued + list(range(data["next"], data["next"] + w - len(queued)))
+
+
+def advance(data: dict, quorum_size: int, trained) -> dict:
+    """The data position after a committed step; ``trained[r]``: rank r trained.
+
+    Batches whose rank did not train (a group that was healing) are queued
+    again, so they are trained in a later step instead of being skipped.
+    """
+    slots = assign_batches(data, quorum_size)
+    if len(trained) != len(slots):
+        raise ValueError(
+            f"trained has {len(trained)} entries: allowed one per rank, {len(slots)}"
+        )
+    queued = min(len(data["pending"]), len(slots))
+    missed = [b for b, t in zip(slots, trained, strict=True) if not t]
+    return {
+        "next": data["next"] + len(slots) - queued,
+        "pending": list(data["pending"][queued:]) + missed,
+    }
 
 
 def sample_tensors(samples: list[int], seed: int):
@@ -146,6 +183,7 @@ def train(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
     import torch
+    from torch.distributed import ReduceOp
     from torchft import Manager, ProcessGroupGloo
     from torchft.checkpointing.pg_transport import PGTransport
 
@@ -157,17 +195,20 @@ def train(args: argparse.Namespace) -> int:
     model = make_model(args.seed)
     optim = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     healed = {"from": None}
+    data = {"next": 0, "pending": []}
 
     def state_dict():
         return {
             "model": model.state_dict(),
             "optim": optim.state_dict(),
+            "data": {"next": data["next"], "pending": list(data["pending"])},
             "replica_id": str(args.replica_id),
         }
 
     def load_state_dict(sd):
         model.load_state_dict(sd["model"])
         optim.load_state_dict(sd["optim"])
+        data.update(next=int(sd["data"]["next"]), pending=list(sd["data"]["pending"]))
         healed["from"] = sd["replica_id"]
 
     pg = ProcessGroupGloo(timeout=timeout)
@@ -194,8 +235,10 @@ def train(args: argparse.Namespace) -> int:
         while manager.current_step() < args.steps:
             manager.start_quorum()
             rank = manager.participating_rank()
-            position = manager.batches_committed()
-            samples = [] if rank is None else batch_samples(position + rank, args.batch)
+            w = manager.num_participants()
+            trains = rank is not None and manager.is_participating()
+            slots = assign_batches(data, w)
+            samples = batch_samples(slots[rank], args.batch) if trains else []
             x, y = sample_tensors(samples, args.seed)
             optim.zero_grad(set_to_none=False)
             for p in params:
@@ -204,20 +247,33 @@ def train(args: argparse.Namespace) -> int:
                 torch.nn.functional.mse_loss(model(x), y).backward()
             if args.step_ms:
                 time.sleep(args.step_ms / 1000)
-            flat = torch.cat([p.grad.reshape(-1) for p in params])
-            manager.allreduce(flat).wait()
+            mark = torch.zeros(w, dtype=torch.float64)
+            if trains:
+                mark[rank] = 1.0
+            flat = torch.cat([p.grad.reshape(-1) for p in params] + [mark])
+            manager.allreduce(flat, reduce_op=ReduceOp.SUM).wait()
             if not manager.should_commit():
                 continue
+            # A healing group loaded its peer's data position in should_commit.
+            trained = [bool(t > 0.5) for t in flat[-w:]]
+            slots = assign_batches(data, w)
+            flat /= max(1, sum(trained))  # the mean over the groups that trained
             offset = 0
             for p in params:
                 p.grad.copy_(flat[offset : offset + p.numel()].view_as(p))
                 offset += p.numel()
             optim.step()
+            data.update(advance(data, w, trained))
+            step_samples = [
+                s for b, t in zip(slots, trained, strict=True) if t
+                for s in batch_samples(b, args.batch)
+            ]  # fmt: skip
             record = {
                 "step": manager.current_step(),
                 "replica_id": str(args.replica_id),
-                "participants": manager.num_participants(),
+                "participants": w,
                 "samples": samples,
+                "step_samples": sorted(step_samples),
                 "params_sha256": params_sha256(model),
                 "healed_from": healed["from"],
                 "time": time.time(),
