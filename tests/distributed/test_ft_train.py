@@ -20,7 +20,7 @@ pytest.importorskip("torchft")
 
 from clusterlab.fault_tolerance import check, measure  # noqa: E402
 
-STEPS = 120
+STEPS = 200  # enough after the kill for the restarted group to rejoin
 
 
 @pytest.fixture(scope="module")

@@ -151,13 +151,13 @@ def _wait_for(predicate, timeout_s: float, what: str, procs: dict) -> None:
 def kill_and_heal(
     *,
     n_groups: int = 3,
-    steps: int = 160,
+    steps: int = 200,
     kill_at_step: int = 40,
     killed: int = 1,
     restart_after_s: float = 0.5,
     batch: int = 4,
     seed: int = 0,
-    step_ms: float = 50.0,
+    step_ms: float = 40.0,
     timeout_s: float = 90.0,
     workdir: str | None = None,
 ) -> FaultRun:
@@ -229,7 +229,19 @@ def kill_and_heal(
         restart_time = time.time()
         paths[(str(killed), 1)], procs[f"replica{killed}_restarted"] = group(killed, 1)
         again = paths[(str(killed), 1)]
-        _wait_for(lambda: _last_step(again) >= 1, left(), "restarted commit", procs)
+        survivors = [p for n, p in procs.items() if n.startswith("replica")][:-1]
+
+        def rejoined():
+            if _last_step(again) >= 1:
+                return True
+            if all(p.poll() == 0 for p in survivors):
+                raise RuntimeError(
+                    f"the survivors reached step {steps} before group {killed} "
+                    "rejoined: give the run more steps after the kill"
+                )
+            return False
+
+        _wait_for(rejoined, left(), "the restarted group's first commit", procs)
         for n, a in _listeners(procs).items():
             listeners.setdefault(n, set()).update(a)
         groups = {n: p for n, p in procs.items() if n != "lighthouse"}
