@@ -68,6 +68,7 @@ WIDGETS = {
         "cl.precision.widget.loss_scale_widget(cl.precision.measure.loss_gradient())"
     ),
     "slow_rank_explorer": "cl.debugging.widget.slow_rank_explorer()",
+    "goodput_explorer_widget": "cl.fault_tolerance.widget.goodput_explorer_widget()",
 }
 
 # Made-up widgets that the probe must find at fault.
