@@ -85,7 +85,10 @@ def torchft_missing() -> str | None:
             f"torchft has no wheel for {where}; run this lab on Colab or on a "
             "Linux x86-64 machine (pip install torchft==0.2.0)"
         )
-    return "torchft is not installed: pip install torchft==0.2.0, then run again"
+    return (
+        "torchft is not installed here: run %pip install torchft==0.2.0 in a "
+        "cell (on Colab too), then run this cell again"
+    )
 
 
 def read_logs(paths: dict) -> pd.DataFrame:
