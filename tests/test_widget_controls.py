@@ -69,6 +69,7 @@ WIDGETS = {
     ),
     "slow_rank_explorer": "cl.debugging.widget.slow_rank_explorer()",
     "disagg_explorer": "cl.serving_cluster.widget.disagg_explorer()",
+    "goodput_explorer_widget": "cl.fault_tolerance.widget.goodput_explorer_widget()",
 }
 
 # Made-up widgets that the probe must find at fault.

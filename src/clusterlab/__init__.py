@@ -53,6 +53,7 @@ TOPICS = (
     "planner",
     "stragglers",
     "checkpointing",
+    "fault_tolerance",
     "debugging",
     "control_plane",
     "serving",

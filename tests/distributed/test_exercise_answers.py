@@ -147,6 +147,12 @@ WRONG = {
         "    return checkpoint_cost_s / interval_s\n",
         "Hint: waste =",
     ),
+    "samples_for": (
+        "def samples_for(step, quorum_rank, quorum_size, batches_committed, batch):\n"
+        "    first = (step * quorum_size + quorum_rank) * batch\n"
+        "    return list(range(first, first + batch))\n",
+        "start from batches_committed",
+    ),
     "diagnose": (
         "def diagnose(groups, timings):\n    return (0, 'data_loader')\n",
         "look for the rank whose stack differs",

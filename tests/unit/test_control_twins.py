@@ -152,6 +152,13 @@ def _checkpointing():
     )
 
 
+def _fault_tolerance():
+    return (
+        cl.fault_tolerance.widget.goodput_explorer_widget(),
+        cl.fault_tolerance.chart.goodput_explorer(),
+    )
+
+
 def _collectives():
     m = _measured()
     return (
@@ -270,6 +277,17 @@ EXPLORERS = {
             ("GPU MTBF (h)", "gpu_mtbf_h"),
             ("checkpoint (s)", "ckpt_s"),
             ("restart (s)", "restart_s"),
+        ],
+        (),
+    ),
+    "fault_tolerance": (
+        _fault_tolerance,
+        [
+            ("GPU MTBF (h)", "gpu_mtbf_h"),
+            ("checkpoint (s)", "ckpt_s"),
+            ("restart (s)", "restart_s"),
+            ("recovery (s)", "recovery_s"),
+            ("groups", "n_groups"),
         ],
         (),
     ),

@@ -1,0 +1,179 @@
+"""Charts of fault tolerance: committed steps over time, and the goodput explorer.
+
+``committed_steps_chart`` draws a measured run (``cl.fault_tolerance.measure``);
+``goodput_chart`` draws ``cl.models.fault_tolerance.goodput_table``; and
+``goodput_explorer``, its static twin, computes the same two curves in the page
+from Vega expressions (the checkpointing topic's Daly and Young expressions and
+``per_step_expr`` here), with sliders that share their specs with the live widget.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from clusterlab.checkpointing.chart import (
+    CHECKPOINT_S,
+    GPU_MTBF_H,
+    RESTART_S,
+    goodput_expr,
+    job_mtbf_expr,
+    young_expr,
+)
+from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.controls import Range
+
+RECOVERY_S = Range(
+    "recovery_s", min=1, max=120, step=1, default=10,
+    label="per-step recovery (s) ", widget_label="recovery (s)",
+)  # fmt: skip
+GROUPS = Range(
+    "n_groups", min=2, max=64, step=1, default=8,
+    label="replica groups ", widget_label="groups",
+)  # fmt: skip
+EXPLORER_CONTROLS = (GPU_MTBF_H, CHECKPOINT_S, RESTART_S, RECOVERY_S, GROUPS)
+METHODS = ["checkpoint-restart", "per-step recovery"]
+LOG2_GPUS_RANGE = (3, 15)
+
+
+def committed_steps_chart(
+    log: pd.DataFrame,
+    kill_time: float,
+    restart_time: float | None = None,
+    title: str = "Committed steps of each group, one group killed",
+) -> alt.LayerChart:
+    """Each group's committed step against time; rules at the kill and restart.
+
+    Args:
+        log: a run's table (``step``, ``replica_id``, ``life``, ``time``).
+        kill_time, restart_time: ``time.time()`` of the SIGKILL and the restart.
+    """
+    check_columns(log, ["step", "replica_id", "life", "time", "participants"])
+    t0 = float(log["time"].min())
+    # At most about 150 points per group: a long run keeps the chart small.
+    stride = max(1, int(log.groupby(["replica_id", "life"]).size().max()) // 150)
+    keys = log.groupby(["replica_id", "life"])
+    at, n = keys.cumcount(), keys["step"].transform("size")
+    log = log[(at % stride == 0) | (at == n - 1)]
+    data = log.assign(
+        t_s=log["time"] - t0,
+        group=log["replica_id"].map(lambda r: f"group {r}")
+        + log["life"].map(lambda n: " (restarted)" if n else ""),
+    )[["t_s", "step", "group", "participants"]]
+    lines = (
+        alt.Chart(data)
+        .mark_line(point=alt.OverlayMarkDef(size=12))
+        .encode(
+            x=alt.X("t_s:Q", title="time since the first commit (s)"),
+            y=alt.Y("step:Q", title="committed step"),
+            color=alt.Color("group:N", title="group"),
+            tooltip=[
+                "group",
+                "step",
+                "participants",
+                alt.Tooltip("t_s:Q", format=".2f"),
+            ],
+        )
+    )
+    marks = [{"t_s": kill_time - t0, "event": "SIGKILL"}]
+    if restart_time is not None:
+        marks.append({"t_s": restart_time - t0, "event": "restart"})
+    rules = (
+        alt.Chart(pd.DataFrame(marks))
+        .mark_rule(strokeWidth=2, strokeDash=[4, 2], color="#D55E00")
+        .encode(x="t_s:Q", tooltip=["event", alt.Tooltip("t_s:Q", format=".2f")])
+    )
+    labels = (
+        alt.Chart(pd.DataFrame(marks))
+        .mark_text(align="left", dx=4, dy=-6, color="#000", aria=False)
+        .encode(x="t_s:Q", y=alt.value(8), text="event:N")
+    )
+    return alt.layer(lines, rules, labels).properties(
+        title=alt.TitleParams(
+            title,
+            subtitle="the survivors go on with a smaller quorum; the restarted "
+            "group heals from a live peer and joins at the current step",
+        ),
+        width=560,
+        height=260,
+    )
+
+
+def _goodput_layers(base: alt.Chart) -> alt.Chart:
+    return base.mark_line(point=True).encode(
+        x=alt.X(
+            "gpus:Q", scale=alt.Scale(type="log", base=2), title="GPUs (log scale)"
+        ),
+        y=alt.Y("goodput:Q", scale=alt.Scale(domain=[0, 1]), title="goodput"),
+        color=alt.Color("method:N", title="method", scale=alt.Scale(domain=METHODS)),
+        tooltip=["method:N", "gpus:Q", alt.Tooltip("goodput:Q", format=".4f")],
+    )
+
+
+def goodput_chart(
+    table: pd.DataFrame,
+    title: str = "Goodput against job size: checkpoint-restart and per-step recovery",
+) -> alt.Chart:
+    """Both methods' goodput over GPUs (``goodput_table`` rows)."""
+    check_columns(table, ["gpus", "method", "goodput"])
+    return _goodput_layers(alt.Chart(table)).properties(
+        title=alt.TitleParams(
+            title, subtitle="job MTBF = GPU MTBF / GPUs; Daly at Young's interval"
+        ),
+        width=520,
+        height=260,
+    )
+
+
+def per_step_expr(mtbf_s: str, recovery_s: str, rejoin_s: str, n_groups: str) -> str:
+    """Vega expression for ``per_step_goodput(M, recovery, rejoin, groups)``."""
+    m, a, r, n = (f"({e})" for e in (mtbf_s, recovery_s, rejoin_s, n_groups))
+    return f"max(0, 1 - ({a} + {r} / {n}) / {m})"
+
+
+def goodput_explorer(
+    title: str = "Move the sliders: goodput against job size",
+) -> alt.Chart:
+    """The two goodput curves computed in the page, with sliders (no kernel)."""
+    params = [c.param() for c in EXPLORER_CONTROLS]
+    lo, hi = LOG2_GPUS_RANGE
+    grid = alt.sequence(lo, hi + 1, 1, as_="log2_gpus")
+    m = job_mtbf_expr("gpu_mtbf_h", "datum.log2_gpus")
+    ckpt = goodput_expr(
+        young_expr("ckpt_s", "datum.m"), "ckpt_s", "datum.m", "restart_s"
+    )
+    step = per_step_expr("datum.m", "recovery_s", "restart_s", "n_groups")
+    base = (
+        alt.Chart(grid)
+        .transform_calculate(gpus="pow(2, datum.log2_gpus)", m=m)
+        .transform_calculate(checkpoint_restart=ckpt, per_step=step)
+        .transform_fold(["checkpoint_restart", "per_step"], as_=["key", "goodput"])
+        .transform_calculate(
+            method="datum.key == 'per_step' ? 'per-step recovery' "
+            ": 'checkpoint-restart'"
+        )
+    )
+    return (
+        _goodput_layers(base)
+        .add_params(*params)
+        .properties(
+            title=alt.TitleParams(
+                title,
+                subtitle="checkpoint-restart: Daly's goodput at Young's interval; "
+                "per-step: 1 - (recovery + restart / groups) / job MTBF",
+            ),
+            width=520,
+            height=260,
+        )
+    )
+
+
+__all__ = [
+    "EXPLORER_CONTROLS",
+    "GROUPS",
+    "RECOVERY_S",
+    "committed_steps_chart",
+    "goodput_chart",
+    "goodput_explorer",
+    "per_step_expr",
+]

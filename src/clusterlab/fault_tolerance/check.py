@@ -1,0 +1,219 @@
+"""Checks of a fault-tolerant run's log, and the exercise's check.
+
+The log is the table of ``cl.fault_tolerance.measure`` (one row per committed
+step and group). Each check returns True with a tick, or raises
+``AssertionError`` saying what the log shows instead; each can fail, and
+``tests/unit/test_fault_tolerance.py`` feeds each a wrong log to prove it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+
+from clusterlab.core.chart_checks import check_columns
+from clusterlab.core.checks import not_attempted, passed
+from clusterlab.core.validate import check_int
+from clusterlab.fault_tolerance import loopback
+
+
+def _step_batches(log: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """One row per step with the samples it trained, or what is inconsistent.
+
+    With a ``step_samples`` column (the trainer's log), every group that
+    committed a step must report the same samples for it, and its own batch must
+    be part of them; without one (a bare log), a step's samples are the union of
+    its groups' batches.
+    """
+    if "step_samples" not in log.columns:
+        return log, None
+    for r in log.itertuples():
+        if not set(r.samples) <= set(r.step_samples):
+            return log, (
+                f"group {r.replica_id} trained samples in step {r.step} that the "
+                "step's commit does not include"
+            )
+    per_step = log.groupby("step")["step_samples"].agg(lambda v: {tuple(x) for x in v})
+    split = per_step[per_step.map(len) > 1]
+    if len(split):
+        return log, (
+            f"the groups that committed step {int(split.index[0])} disagree on the "
+            "samples it trained"
+        )
+    rows = [
+        dict(step=s, replica_id="all", samples=list(next(iter(v))))
+        for s, v in per_step.items()
+    ]
+    return pd.DataFrame(rows, columns=["step", "replica_id", "samples"]), None
+
+
+def _reuse_or_gap(log: pd.DataFrame) -> str | None:
+    """What breaks exactly-once reading in ``log``, or None."""
+    check_columns(log, ["step", "replica_id", "samples"])
+    log, problem = _step_batches(log)
+    if problem:
+        return problem
+    seen = Counter(s for batch in log["samples"] for s in batch)
+    twice = sorted(s for s, n in seen.items() if n > 1)
+    if twice:
+        rows = log[log["samples"].map(lambda b: twice[0] in b)]
+        where = ", ".join(f"step {r.step} on {r.replica_id}" for r in rows.itertuples())
+        return (
+            f"{len(twice)} samples were trained twice, e.g. sample {twice[0]} "
+            f"({where}): a committed batch was read again"
+        )
+    missing = sorted(set(range(max(seen) + 1)) - set(seen)) if seen else []
+    if missing:
+        return (
+            f"{len(missing)} samples were skipped, e.g. sample {missing[0]}: "
+            "the batch of a step that did not commit was never trained"
+        )
+    return None
+
+
+def exactly_once(log: pd.DataFrame) -> bool:
+    """No sample in two committed steps, and none skipped (ids 0..n-1 all read).
+
+    A step's samples are its ``step_samples`` where the log has them: a group
+    whose peers committed a step it did not commit logs nothing for it, but its
+    batch was trained in that step all the same.
+    """
+    problem = _reuse_or_gap(log)
+    if problem:
+        raise AssertionError(problem)
+    n = len({s for b in _step_batches(log)[0]["samples"] for s in b})
+    return passed("exactly_once", f"{n} samples, each in one committed batch")
+
+
+def params_agree(log: pd.DataFrame) -> bool:
+    """Every group that committed a step logged the same parameter hash for it."""
+    check_columns(log, ["step", "replica_id", "params_sha256"])
+    n = log.groupby("step")["params_sha256"].nunique()
+    bad = n[n > 1]
+    if len(bad):
+        s = int(bad.index[0])
+        hashes = log[log["step"] == s][["replica_id", "params_sha256"]]
+        seen = ", ".join(f"{r}: {h[:12]}" for r, h in hashes.itertuples(index=False))
+        raise AssertionError(
+            f"{len(bad)} steps have groups whose parameters differ, first step {s} "
+            f"({seen}): the groups no longer train one model"
+        )
+    return passed("params_agree", f"{len(n)} steps, one parameter hash each")
+
+
+def every_step_committed(log: pd.DataFrame, steps: int) -> bool:
+    """Steps 1..``steps`` were each committed by at least one group."""
+    check_columns(log, ["step"])
+    steps = check_int("steps", steps, 1)
+    missing = sorted(set(range(1, steps + 1)) - set(log["step"]))
+    if missing:
+        raise AssertionError(
+            f"{len(missing)} of steps 1..{steps} were committed by no group, "
+            f"first {missing[0]}: the run has a gap"
+        )
+    return passed("every_step_committed", f"steps 1..{steps}, none missing")
+
+
+def healed_after_kill(log: pd.DataFrame, killed: str, kill_step: int) -> bool:
+    """The restarted group's first step came after the kill, healed from a peer."""
+    check_columns(log, ["step", "replica_id", "healed_from", "time", "life"])
+    back = log[(log["replica_id"] == str(killed)) & (log["life"] > 0)]
+    if back.empty:
+        raise AssertionError(f"group {killed} never committed a step after its restart")
+    first = back.sort_values("time").iloc[0]
+    if first["step"] <= kill_step:
+        raise AssertionError(
+            f"group {killed}'s first step after the restart is {first['step']}, not "
+            f"after the kill at step {kill_step}: it started over instead of healing"
+        )
+    peers = set(log["replica_id"]) - {str(killed)}
+    if first["healed_from"] not in peers:
+        raise AssertionError(
+            f"group {killed} rejoined at step {first['step']} with healed_from="
+            f"{first['healed_from']!r}, not one of its live peers {sorted(peers)}"
+        )
+    return passed(
+        "healed_after_kill",
+        f"group {killed} rejoined at step {first['step']}, healed from group "
+        f"{first['healed_from']}",
+    )
+
+
+def loopback_only(listeners: dict) -> bool:
+    """Every listening address of every process is a loopback one."""
+    if not isinstance(listeners, dict) or not listeners:
+        raise ValueError(f"listeners={listeners!r} must map process names to addresses")
+    wide = {
+        n: [a for a in addrs if not loopback.is_loopback(a)]
+        for n, addrs in listeners.items()
+    }
+    wide = {n: a for n, a in wide.items() if a}
+    if wide:
+        raise AssertionError(f"listening beyond loopback: {wide}")
+    count = sum(len(a) for a in listeners.values())
+    return passed(
+        "loopback_only",
+        f"{count} listeners of {len(listeners)} processes, all loopback",
+    )
+
+
+# -------------------------------------------------------------------- the exercise
+#: A run's history for the exercise: (quorum size, committed?) per attempted step.
+HISTORY = [(3, True), (3, True), (3, False), (2, True), (2, True), (3, True),
+           (3, False), (3, True), (2, True), (3, True)]  # fmt: skip
+
+
+def replay(fn, history=HISTORY, batch: int = 2) -> pd.DataFrame:
+    """The committed batches ``fn`` picks over ``history``, as a run's log.
+
+    ``fn(step, quorum_rank, quorum_size, batches_committed, batch)`` gives one
+    group's sample ids; ``step`` is the number of steps committed so far.
+    """
+    rows, step, committed = [], 0, 0
+    for size, ok in history:
+        batches = [list(fn(step, r, size, committed, batch)) for r in range(size)]
+        if ok:
+            step += 1
+            committed += size
+            rows += [dict(step=step, replica_id=str(r), samples=b)
+                     for r, b in enumerate(batches)]  # fmt: skip
+    return pd.DataFrame(rows, columns=["step", "replica_id", "samples"])
+
+
+def samples_for(fn) -> bool:
+    """Check ``fn(step, quorum_rank, quorum_size, batches_committed, batch)``.
+
+    Over a history in which the quorum shrinks and grows and some steps do not
+    commit, every sample must be read exactly once, in order.
+    """
+    name = "samples_for"
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be your function {name}")
+    try:
+        log = replay(fn)
+    except NotImplementedError:
+        return not_attempted(name)
+    sizes = [len(b) for b in log["samples"]]
+    if any(n != 2 for n in sizes):
+        raise AssertionError(f"{name} gave batches of {sorted(set(sizes))} samples, "
+                             "not batch = 2")  # fmt: skip
+    problem = _reuse_or_gap(log)
+    if problem:
+        hint = (
+            "when the quorum changes size, step × quorum_size no longer counts the "
+            "batches read: start from batches_committed"
+        )
+        raise AssertionError(f"{name}: {problem}. Hint: {hint}.")
+    return passed(name, f"{len(log)} committed batches, every sample read once")
+
+
+__all__ = [
+    "every_step_committed",
+    "exactly_once",
+    "healed_after_kill",
+    "loopback_only",
+    "params_agree",
+    "replay",
+    "samples_for",
+]
