@@ -146,6 +146,13 @@ def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataF
     return df
 
 
+def static_over_continuous(table: pd.DataFrame, source: str = "engine") -> float:
+    """Static over continuous mean time to first token at the highest rate."""
+    rows = table[table.source == source]
+    top = rows[rows.rate_per_s == rows.rate_per_s.max()].set_index("policy")
+    return float(top.at["static", "ttft_s"] / top.at["continuous", "ttft_s"])
+
+
 #: A step this many times its fitted cost was slowed by something else.
 SLOW_STEP = 3.0
 
@@ -356,5 +363,6 @@ __all__ = [
     "roofline_table",
     "serve_workload",
     "slow_share",
+    "static_over_continuous",
     "step_cost",
 ]
