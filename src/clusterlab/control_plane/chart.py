@@ -125,4 +125,56 @@ def write_latency_chart(latency: pd.DataFrame, *, title: str | None = None):
     )
 
 
-__all__ = ["election_chart", "schedule_chart", "write_latency_chart"]
+def register_chart(history: dict, *, title: str | None = None) -> alt.LayerChart:
+    """Every client operation as a bar from invocation to answer, the cut shaded.
+
+    Args:
+        history: what ``cl.control_plane.register`` returns (``records,
+            leader, start_s, cut_s, healed_s``).
+    """
+    recs = pd.DataFrame(history["records"])
+    check_columns(recs, ["process", "kind", "invoke_s", "complete_s", "outcome"])
+    t0, leader = history["start_s"], history["leader"]
+    data = recs.assign(
+        start=recs.invoke_s - t0,
+        end=recs.complete_s - t0,
+        client=[
+            f"client {p}" + (" (beside the leader)" if p == leader else "")
+            for p in recs.process
+        ],
+    )[["start", "end", "client", "kind", "value", "outcome"]].round(
+        {"start": 4, "end": 4}
+    )
+    cut = pd.DataFrame(
+        {"start": [history["cut_s"] - t0], "end": [history["healed_s"] - t0]}
+    )
+    shade = (
+        alt.Chart(cut)
+        .mark_rect(color="#dddddd")
+        .encode(x=alt.X("start:Q", title="seconds"), x2="end:Q")
+    )
+    colors = alt.Scale(
+        domain=["ok", "unknown", "failed"], range=["#1f5fa8", "#e08a00", "#b2182b"]
+    )
+    bars = (
+        alt.Chart(data)
+        .mark_bar(height=10)
+        .encode(
+            x="start:Q",
+            x2="end:Q",
+            y=alt.Y("client:N", title=None),
+            color=alt.Color("outcome:N", scale=colors, title="answer"),
+            tooltip=["client", "kind", "value", "outcome"],
+        )
+    )
+    return alt.layer(shade, bars).properties(
+        width=560,
+        title=alt.TitleParams(
+            title or "What the clients saw while the leader was cut off",
+            subtitle="grey: the leader cut off; each bar one write or read, from "
+            "sent to answered (orange: a write whose fate the client never learned)",
+        ),
+    )
+
+
+__all__ = ["election_chart", "register_chart", "schedule_chart", "write_latency_chart"]
