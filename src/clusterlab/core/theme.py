@@ -367,7 +367,9 @@ def lean_spec(spec: dict) -> dict:
     the spec names (encodings, transforms, expressions, tooltips) are dropped
     from its datasets, unless a tooltip shows every field. Floats keep 12
     significant digits, which removes the noise of float arithmetic
-    (``58.78570000004402`` becomes ``58.7857``) and nothing a chart can show.
+    (``58.78570000004402`` becomes ``58.7857``) and nothing a chart can show;
+    params' values are rounded the same way, so a filter that compares a row
+    with a param still matches.
 
     Args:
         spec: a Vega-Lite specification (``chart.to_dict()``); not modified.
@@ -375,6 +377,7 @@ def lean_spec(spec: dict) -> dict:
     Returns:
         A copy with smaller datasets.
     """
+    spec = _short_params(spec)
     datasets = spec.get("datasets")
     if not datasets:
         return spec
@@ -392,6 +395,49 @@ def lean_spec(spec: dict) -> dict:
         keep = [c for c in columns if not prune or c in names]
         lean[key] = [{c: _short(r[c]) for c in keep if c in r} for r in rows]
     return {**spec, "datasets": lean}
+
+
+def _short_params(node):
+    """``node`` with every param's value rounded as the data are.
+
+    A chart that filters its rows on ``datum.x == param`` must see the param and
+    the data rounded alike: a slider's value of ``31.622776601683796`` matches
+    no row rounded to ``31.6227766017``, and the chart draws nothing.
+    """
+    if isinstance(node, list):
+        return [_short_params(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key == "params" and isinstance(value, list):
+            out[key] = [_short_param(p) for p in value]
+        elif key == "datasets":
+            out[key] = value
+        else:
+            out[key] = _short_params(value)
+    return out
+
+
+def _short_param(param):
+    """One param with its value, and its radio's or menu's options, rounded."""
+    if not isinstance(param, dict):
+        return param
+    out = dict(param)
+    if "value" in out:
+        out["value"] = _short_deep(out["value"])
+    bind = out.get("bind")
+    if isinstance(bind, dict) and "options" in bind:
+        out["bind"] = {**bind, "options": _short_deep(bind["options"])}
+    return out
+
+
+def _short_deep(value):
+    if isinstance(value, dict):
+        return {k: _short_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short_deep(v) for v in value]
+    return _short(value)
 
 
 def _short(value):
