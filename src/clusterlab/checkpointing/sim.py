@@ -16,6 +16,7 @@ the failures are detected in the first place is simulated in ``cl.failures.sim``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ import pandas as pd
 import simpy
 
 from clusterlab.core.units import HOUR_S
-from clusterlab.core.validate import check_float, check_int
+from clusterlab.core.validate import check_choice, check_float, check_int
 from clusterlab.models.checkpointing import goodput as model_goodput
 from clusterlab.models.checkpointing import job_mtbf, young_daly_interval
 
@@ -155,13 +156,49 @@ def job_summary(phases: pd.DataFrame) -> dict:
     }
 
 
+#: How the times between the job's failures may be drawn.
+DISTRIBUTIONS = ("exponential", "weibull")
+
+
+def failure_gaps(mean_s: float, n: int, seed: int = 0, distribution="exponential",
+                 shape: float = 1.0) -> np.ndarray:  # fmt: skip
+    """``n`` times between failures of mean ``mean_s``.
+
+    Args:
+        mean_s: the mean gap, seconds (> 0): the job's MTBF.
+        n: how many, in [1, 10**7].
+        seed: seeds the draw.
+        distribution: ``"exponential"`` (a Poisson process: the assumption of
+            Young's and Daly's formulas) or ``"weibull"`` with ``shape`` k, of
+            the same mean. k below 1 makes failures bunch: many short gaps and a
+            few long ones, as field studies of large machines report.
+        shape: the Weibull shape k, in [0.2, 5] (1 is the exponential).
+    """
+    check_choice("distribution", distribution, DISTRIBUTIONS)
+    mean_s = check_float("mean_s", mean_s, 0.0, 1e12, low_inclusive=False)
+    n = check_int("n", n, 1, 10**7)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    if distribution == "exponential":
+        return rng.exponential(mean_s, n)
+    k = check_float("shape", shape, 0.2, 5.0)
+    return mean_s * rng.weibull(k, n) / math.gamma(1.0 + 1.0 / k)
+
+
 def goodput_sweep(
-    params: JobParams, intervals_s, seed: int = 0, *, n_failures: int = 100_000
+    params: JobParams,
+    intervals_s,
+    seed: int = 0,
+    *,
+    n_failures: int = 100_000,
+    distribution: str = "exponential",
+    shape: float = 1.0,
 ) -> pd.DataFrame:
     """Simulated goodput for many checkpoint intervals at once, vectorised.
 
-    Failures of the whole job form a Poisson process of rate ``n_parts /
-    part_mtbf_s``, so the times between them are independent exponentials.
+    Failures of the whole job come at independent gaps of mean ``part_mtbf_s /
+    n_parts``: exponential (a Poisson process, as Daly's formula assumes) or,
+    with ``distribution="weibull"``, Weibull of shape ``shape`` and the same
+    mean (``failure_gaps``).
     Between two failures the job first restarts (``R``), then completes
     ``floor((X - R) / (tau + C))`` segments, each keeping ``tau`` of work; the
     rest of the gap is lost. Goodput is kept work over total time. The same
@@ -172,6 +209,7 @@ def goodput_sweep(
         intervals_s: checkpoint intervals to evaluate, seconds (> 0).
         seed: seeds the gaps between failures.
         n_failures: how many failures to simulate, in [100, 10**7].
+        distribution, shape: how the gaps are drawn (``failure_gaps``).
 
     Returns:
         One row per interval: ``interval_s``, ``goodput`` (simulated),
@@ -183,7 +221,7 @@ def goodput_sweep(
     check_int("n_failures", n_failures, 100, 10**7)
     check_int("seed", seed, 0)
     m = params.job_mtbf_s
-    gaps = np.random.default_rng(seed).exponential(m, n_failures)
+    gaps = failure_gaps(m, n_failures, seed, distribution, shape)
     usable = np.maximum(gaps - params.restart_s, 0.0)
     kept = np.empty_like(tau)
     for i, t in enumerate(tau):  # one pass per interval keeps memory flat
@@ -245,4 +283,12 @@ def checkpoint_bars(
     return out
 
 
-__all__ = ["checkpoint_bars", "JobParams", "goodput_sweep", "job_summary", "simulate"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "JobParams",
+    "checkpoint_bars",
+    "failure_gaps",
+    "goodput_sweep",
+    "job_summary",
+    "simulate",
+]
