@@ -162,3 +162,29 @@ def test_slowed_steps_are_counted_against_their_cost():
     steps = [(1, 0.002), (1, 0.0021), (8, 0.009), (8, 0.05)]
     assert slow_share(steps, fixed_s=0.001, per_request_s=0.001) == 0.25
     assert slow_share([], fixed_s=0.001, per_request_s=0.001) == 0.0
+
+
+def test_the_batch_trace_shows_static_batching_making_newcomers_wait():
+    from clusterlab.serving import diagram, measure
+
+    cont = measure.batch_trace("continuous")
+    stat = measure.batch_trace("static")
+    waits = {
+        name: (t.phase == "waiting").sum() for name, t in (("c", cont), ("s", stat))
+    }
+    assert waits["s"] > 2 * waits["c"]
+    # every request gets one prefill step and as many decode steps as asked
+    for t in (cont, stat):
+        assert (t[t.phase == "prefill"].groupby("request").size() == 1).all()
+    # while a batch runs under static batching, no request joins it
+    firsts = stat[stat.phase == "prefill"].step
+    assert firsts.nunique() < len(firsts)
+    spec = diagram.batch_diagram(pd.concat([cont, stat])).to_dict()
+    assert spec["facet"]["row"]["field"] == "policy"
+
+
+def test_a_bad_policy_is_named_in_the_trace():
+    from clusterlab.serving import measure
+
+    with pytest.raises(ValueError, match="policy"):
+        measure.batch_trace("fifo")

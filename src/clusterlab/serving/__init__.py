@@ -12,6 +12,7 @@ Its code is reached as ``cl.serving.<file>.<name>``; each file holds one role
 - ``measure``: decoding speed against the batch, beside the roofline; the engine
   served at Poisson arrival rates under each batching policy.
 - ``sim``: a SimPy twin of the scheduler, continuous against static batching.
+- ``diagram``: block tables and the batch over the engine's steps, from real runs.
 - ``chart``, ``widget``: the decode charts and the serving explorer.
 - ``check``, ``answer``: the lab's checks and its exercise's solution.
 """

@@ -1,10 +1,11 @@
-"""The serving chapter's diagram: block tables of a real engine run."""
+"""The serving chapter's diagrams: block tables and the batch, from real engine runs."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
+from clusterlab.core.chart_checks import check_columns
 from clusterlab.core.diagram import box_diagram
 
 
@@ -42,4 +43,40 @@ def block_table_diagram(tables: pd.DataFrame) -> alt.LayerChart:
     )
 
 
-__all__ = ["block_table_diagram"]
+def batch_diagram(trace: pd.DataFrame) -> alt.FacetChart:
+    """The running batch over the engine's steps, one row per request, per policy.
+
+    Args:
+        trace: ``cl.serving.measure.batch_trace`` rows (``policy, request, step,
+            phase``), one policy or several.
+    """
+    check_columns(trace, ["policy", "request", "step", "phase"])
+    data = trace.assign(
+        end=trace["step"] + 1, name="request " + trace["request"].astype(str)
+    )
+    colors = alt.Scale(
+        domain=["waiting", "prefill", "decode"], range=["#8f8f8f", "#b86200", "#1f5fa8"]
+    )
+    return (
+        alt.Chart(data)
+        .mark_rect(stroke="white", strokeWidth=1)
+        .encode(
+            x=alt.X("step:Q", title="engine step"),
+            x2="end:Q",
+            y=alt.Y("name:N", title=None, sort=None),
+            color=alt.Color("phase:N", scale=colors, title=None),
+            tooltip=["policy", "request", "step", "phase"],
+        )
+        .properties(width=560, height=140)
+        .facet(row=alt.Row("policy:N", title=None))
+        .properties(
+            title=alt.TitleParams(
+                "The batch over the engine's steps: who runs, who waits",
+                subtitle="a real run of the book's engine, at most 4 requests at "
+                "once; grey: arrived and waiting for its first token",
+            )
+        )
+    )
+
+
+__all__ = ["batch_diagram", "block_table_diagram"]

@@ -153,6 +153,63 @@ def static_over_continuous(table: pd.DataFrame, source: str = "engine") -> float
     return float(top.at["static", "ttft_s"] / top.at["continuous", "ttft_s"])
 
 
+def batch_trace(policy: str = "continuous", n: int = 8, max_batch: int = 4, seed=0):
+    """Who is in the running batch at each engine step, from a real run.
+
+    ``n`` requests of 3 to 9 new tokens arrive at random steps (0 to 11) and
+    are served by the engine with at most ``max_batch`` running: continuous
+    batching admits a waiting request at every step, static batching only once
+    the running batch has emptied.
+
+    Args:
+        policy: ``"continuous"`` or ``"static"``.
+        n: requests, in [1, 64].
+        max_batch: requests running at once, in [1, 64].
+        seed: draws the arrivals and lengths.
+
+    Returns:
+        DataFrame ``policy, request, step, phase``: one row per request and step
+        from its arrival to its last token; ``phase`` is ``"waiting"`` (arrived,
+        no token yet), ``"prefill"`` (its first token) or ``"decode"``.
+    """
+    from clusterlab.core.validate import check_choice
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.tiny import tiny_model
+
+    check_choice("policy", policy, ("continuous", "static"))
+    n, max_batch = check_int("n", n, 1, 64), check_int("max_batch", max_batch, 1, 64)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    arrive = np.sort(rng.integers(0, 12, n))
+    lengths = rng.integers(3, 10, n)
+    engine = Engine(
+        tiny_model(num_hidden_layers=1),
+        block_size=4,
+        max_batch_requests=max_batch,
+        prefix_caching=False,
+    )
+    tokens: dict[int, list[int]] = {i: [] for i in range(n)}
+    step, nxt, finished = 0, 0, 0
+    while finished < n:
+        if policy == "continuous" or not engine.has_unfinished():
+            while nxt < n and arrive[nxt] <= step:
+                prompt = [(7 * nxt + j) % 250 + 1 for j in range(5)]
+                engine.add_request(prompt, int(lengths[nxt]), request_id=str(nxt))
+                nxt += 1
+        if engine.has_unfinished():
+            for rid, _ in engine.step():
+                tokens[int(rid)].append(step)
+            finished += len(engine.pop_finished())
+        step += 1
+    rows = []
+    for i in range(n):
+        first = tokens[i][0]
+        rows += [(policy, i, t, "waiting") for t in range(int(arrive[i]), first)]
+        rows += [
+            (policy, i, t, "prefill" if t == first else "decode") for t in tokens[i]
+        ]
+    return pd.DataFrame(rows, columns=["policy", "request", "step", "phase"])
+
+
 #: A step this many times its fitted cost was slowed by something else.
 SLOW_STEP = 3.0
 
@@ -352,6 +409,7 @@ def roofline_table(measured: pd.DataFrame, costs: dict, machine: dict) -> pd.Dat
 
 
 __all__ = [
+    "batch_trace",
     "batching_table",
     "block_tables",
     "decode_model",
