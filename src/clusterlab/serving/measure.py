@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 
@@ -327,8 +328,27 @@ def measure_decode(
     return pd.DataFrame(rows, columns=["batch", "steps", "step_s", "tokens_per_s"])
 
 
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one thread for the block (the roofline's timings use it).
+
+    Both roofs and the decoding step are then measured on one core: a program
+    busy on the machine's other core slows neither, and the model and the
+    measurement see the same machine.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def measure_decode_step(model, batches=(1, 4, 16, 64)) -> pd.DataFrame:
-    """Time a decoding step's matrix multiplies alone: every weight read once.
+    """Time a decoding step's matrix multiplies alone, on one core: every weight
+    read once.
 
     One step of ``batch`` requests multiplies a ``batch``-row activation by
     every linear layer's weight (attention projections, MLP, output head);
@@ -345,6 +365,13 @@ def measure_decode_step(model, batches=(1, 4, 16, 64)) -> pd.DataFrame:
     import torch
 
     weights = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with one_thread():
+        return _time_steps(weights, batches)
+
+
+def _time_steps(weights, batches) -> pd.DataFrame:
+    import torch
+
     rows = []
     for i, b in enumerate(batches):
         b = check_int(f"batches[{i}]", b, 1, 4096)
@@ -363,7 +390,7 @@ def measure_decode_step(model, batches=(1, 4, 16, 64)) -> pd.DataFrame:
 
 
 def measure_machine(rows: int = 64, dtype: str = "float32") -> dict:
-    """This machine's two roofs, measured: memory bandwidth and matmul FLOP/s.
+    """This machine's two roofs, measured on one core: bandwidth and matmul FLOP/s.
 
     The matmul is timed at the decode step's own shape at the largest batch
     (``rows`` rows through a 512-to-1536 layer): the best its GEMMs can do.
@@ -376,11 +403,13 @@ def measure_machine(rows: int = 64, dtype: str = "float32") -> dict:
     from clusterlab.roofline.measure import _best_time, measure_stream_bandwidth
 
     rows = check_int("rows", rows, 1, 4096)
-    bw = measure_stream_bandwidth(sizes_bytes=(2**26,), repeats=7)["bw_Bps"].iloc[0]
-    a = torch.randn(rows, 512, dtype=getattr(torch, dtype))
-    w = torch.randn(512, 1536, dtype=getattr(torch, dtype))
-    flop = 2.0 * rows * 512 * 1536
-    t = _best_time(lambda: a @ w, torch.device("cpu"), 5, 20)
+    with one_thread():
+        bw = measure_stream_bandwidth(sizes_bytes=(2**26,), repeats=7)
+        bw = bw["bw_Bps"].iloc[0]
+        a = torch.randn(rows, 512, dtype=getattr(torch, dtype))
+        w = torch.randn(512, 1536, dtype=getattr(torch, dtype))
+        flop = 2.0 * rows * 512 * 1536
+        t = _best_time(lambda: a @ w, torch.device("cpu"), 5, 20)
     return {"bandwidth_Bps": float(bw) / 2.0, "peak_flops": flop / t}
 
 
@@ -418,6 +447,7 @@ __all__ = [
     "measure_machine",
     "mixed_requests",
     "model_costs",
+    "one_thread",
     "roofline_table",
     "serve_workload",
     "slow_share",
