@@ -222,7 +222,7 @@ def test_a_sigkilled_command_mid_all_reduce_leaves_nothing_after_the_next_start(
     cmd = [sys.executable, "-m", "clusterlab.cluster", "allreduce", *job]
     drv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60  # agents and ranks start slowly on a busy machine
+        deadline = time.monotonic() + 60  # slow to start on a busy machine
         ids: set[str] = set()
         while time.monotonic() < deadline:  # until its agents and ranks run
             ids = {names.id_of(n) for n in set(names.book_namespaces()) - before}
