@@ -211,6 +211,60 @@ def batch_trace(policy: str = "continuous", n: int = 8, max_batch: int = 4, seed
     return pd.DataFrame(rows, columns=["policy", "request", "step", "phase"])
 
 
+#: The real small model Lab 21 serves where the hub is reachable (Colab).
+HUB_MODEL = "HuggingFaceTB/SmolLM2-135M"
+
+
+def hub_demo(model_id: str = HUB_MODEL, prompt: str = "The capital of France is",
+             max_new_tokens: int = 16) -> dict:  # fmt: skip
+    """Serve a real ``transformers`` model through the book's engine, if it loads.
+
+    The model (a Llama-architecture causal LM from the Hugging Face hub, or a
+    local path) runs in float32 through ``cl.serving.engine.Engine``; its
+    greedy tokens are compared with ``model.generate``.
+
+    Returns:
+        dict ``ok`` (loaded and run), ``why`` (when not: the hub unreachable,
+        or the model not a Llama), ``text``, ``same_as_generate``, ``tokens_per_s``.
+    """
+    import torch
+
+    from clusterlab.serving.engine import Engine
+    from clusterlab.serving.server import load
+
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens, 1, 512)
+    try:
+        model, tok, name = load(model_id, "float32")
+    except Exception as exc:  # offline, no such model, no permission
+        return {
+            "ok": False,
+            "why": f"{model_id} could not be loaded ({type(exc).__name__}: "
+            f"{str(exc)[:160]}); the tiny model stands in",
+        }
+    ids = tok.encode(prompt)
+    try:
+        engine = Engine(model, block_size=16)
+    except ValueError as exc:
+        return {"ok": False, "why": f"{name} cannot run in the book's engine: {exc}"}
+    t0 = time.perf_counter()
+    engine.add_request(ids, max_new_tokens, request_id="demo")
+    out = engine.run_until_done()["demo"]
+    seconds = time.perf_counter() - t0
+    with torch.no_grad():
+        ref = model.generate(
+            torch.tensor([ids]), max_new_tokens=max_new_tokens, do_sample=False
+        )[0, len(ids) :].tolist()
+    detok = tok.detokenizer()
+    text = "".join(detok.push(t) for t in out) + detok.flush()
+    return {
+        "ok": True,
+        "model": name,
+        "text": prompt + text,
+        "same_as_generate": out == ref[: len(out)],
+        "tokens_per_s": len(out) / seconds,
+    }
+
+
 #: A step this many times its fitted cost was slowed by something else.
 SLOW_STEP = 3.0
 
@@ -438,10 +492,12 @@ def roofline_table(measured: pd.DataFrame, costs: dict, machine: dict) -> pd.Dat
 
 
 __all__ = [
+    "HUB_MODEL",
     "batch_trace",
     "batching_table",
     "block_tables",
     "decode_model",
+    "hub_demo",
     "measure_decode",
     "measure_decode_step",
     "measure_machine",
