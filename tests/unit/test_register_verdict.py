@@ -70,3 +70,24 @@ def test_members_that_disagree_after_the_heal_fail():
     ]
     with pytest.raises(AssertionError, match="final reads"):
         register_verdict(h)
+
+
+def test_the_history_chart_stays_under_the_books_chart_budget():
+    import json
+
+    from clusterlab.control_plane.chart import register_chart
+    from clusterlab.core.theme import lean_spec
+
+    recs = [
+        _rec(
+            k % 3,
+            "write" if k % 2 else "read",
+            f"{k % 3}-{k}",
+            k * 0.0123,
+            k * 0.0123 + 0.004,
+        )
+        for k in range(900)
+    ]
+    h = dict(records=recs, leader=1, start_s=0.0, cut_s=2.0, healed_s=5.0)
+    size = len(json.dumps(lean_spec(register_chart(h).to_dict())))
+    assert size < 50_000, size
