@@ -36,7 +36,7 @@ pytestmark = pytest.mark.site
 #: logarithmic, selection), dropdowns and a checkbox; the other kinds the labs
 #: use (toggle buttons, a button, a number box) are moved in a kernel by
 #: tests/test_widget_controls.py.
-DEFAULT_LABS = ("16_stragglers", "24_decide")
+DEFAULT_LABS = ("05_ring_allreduce", "16_stragglers", "24_decide")
 TIMED_LAB = "16_stragglers"
 TIMED_UPDATES = 20
 CHART_LIMIT_BYTES = 50_000

@@ -211,7 +211,7 @@ def batch_trace(policy: str = "continuous", n: int = 8, max_batch: int = 4, seed
     return pd.DataFrame(rows, columns=["policy", "request", "step", "phase"])
 
 
-#: The real small model Lab 21 serves where the hub is reachable (Colab).
+#: The real small model the serving lab runs where the hub is reachable (Colab).
 HUB_MODEL = "HuggingFaceTB/SmolLM2-135M"
 
 
