@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -37,6 +38,14 @@ def _ours_left(before: set[str]) -> list[str]:
     runs beside this test in another worker is not counted)."""
     new = set(names.book_namespaces()) - before
     return sorted(n for n in new if not names.owner_alive(names.id_of(n)))
+
+
+def _owner_pid(cluster_id: str) -> int | None:
+    """The pid that claimed ``cluster_id`` (another test's cluster is not ours)."""
+    try:
+        return int((names.OWNERS / cluster_id).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @pytest.mark.timing  # times the links: run alone, with nothing beside it
@@ -220,16 +229,24 @@ def test_a_sigkilled_command_mid_all_reduce_leaves_nothing_after_the_next_start(
     before = set(names.book_namespaces())
     job = "--nodes 2 --ranks-per-node 2 --rate-mbit 20 --size-mib 64".split()
     cmd = [sys.executable, "-m", "clusterlab.cluster", "allreduce", *job]
-    drv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    err = tempfile.TemporaryFile()
+    drv = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + 60  # slow to start on a busy machine
         ids: set[str] = set()
-        while time.monotonic() < deadline:  # until its agents and ranks run
+        while time.monotonic() < deadline and drv.poll() is None:
             ids = {names.id_of(n) for n in set(names.book_namespaces()) - before}
-            if ids and len(names.book_processes(ids)) >= 4:
+            ids = {i for i in ids if _owner_pid(i) == drv.pid}  # its own cluster
+            if ids and len(names.book_processes(ids)) >= 4:  # agents and ranks run
                 break
             time.sleep(0.2)
-        assert ids and len(names.book_processes(ids)) >= 4, "the job never started"
+        if not (ids and len(names.book_processes(ids)) >= 4):
+            err.seek(0)
+            said = err.read().decode(errors="replace")[-3000:]
+            raise AssertionError(
+                f"the job never started (driver exit {drv.poll()}, clusters {ids}, "
+                f"{len(names.book_processes(ids)) if ids else 0} processes): {said}"
+            )
         os.kill(drv.pid, signal.SIGKILL)
         drv.wait(timeout=10)
         assert ids <= set(names.remove_leftovers())

@@ -58,6 +58,7 @@ TABLES = {
     ],
     "cluster_runs": ["experiment", "nodes", "rate_mbit", "size_mib", "seconds"],
     "serving_models": ["model", "n_layers", "n_heads", "params_total"],
+    "interruption_causes_published": ["run", "component", "category", "interruptions"],
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
@@ -218,3 +219,16 @@ def test_published_busbw_rows_state_their_conditions():
     sweep = ar[ar["system"] == "8xH200-NVLS-nccl2.27.7"]
     assert set(sweep.loc[sweep["size_bytes"] <= 2**20, "algorithm"]) == {"ring"}
     assert set(sweep.loc[sweep["size_bytes"] >= 2**21, "algorithm"]) == {"NVLS"}
+
+
+def test_the_causes_of_llama_3s_interruptions_add_up_to_its_count():
+    causes = _load("interruption_causes_published")
+    total = _load("failures_published").set_index("run")["unexpected_interruptions"]
+    by_run = causes.groupby("run")["interruptions"].sum()
+    for run, n in by_run.items():
+        assert n == total[run], f"{run}: causes add up to {n}, not {total[run]}"
+    # as printed: every share but one is its count over 419; the Faulty GPU row's
+    # 30.1% is not (148 / 419 is 35.3%), which the chapter says
+    share = causes["interruptions"] / by_run[causes["run"]].to_numpy()
+    off = causes[(share - causes["published_share_fraction"]).abs() > 0.0006]
+    assert off["component"].tolist() == ["Faulty GPU"]

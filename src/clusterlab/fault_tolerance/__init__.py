@@ -8,6 +8,7 @@ role (``docs/architecture.md``), and loads on first use.
 - ``loopback``: keeps the lighthouse, the manager server, the store and gloo on
   ``127.0.0.1``.
 - ``measure``: a lighthouse and groups, one SIGKILL and a restart, measured.
+- ``spikes``: a loss spike from one bad batch: train through it, find it, skip it.
 - ``check``: checks of a run's log (exactly-once data, equal parameters, every
   step committed) and the exercise's check.
 - ``chart``: committed steps over time, and the goodput of per-step recovery
@@ -20,6 +21,6 @@ role (``docs/architecture.md``), and loads on first use.
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role.
-ROLES = {"train": "ranks", "loopback": "ranks"}
+ROLES = {"train": "ranks", "loopback": "ranks", "spikes": "measure"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

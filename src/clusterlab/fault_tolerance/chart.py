@@ -168,7 +168,46 @@ def goodput_explorer(
     )
 
 
+def spike_chart(runs: dict, found: int) -> alt.LayerChart:
+    """The loss of each run against the step, the flagged step marked.
+
+    Args:
+        runs: name -> ``cl.fault_tolerance.spikes.train`` rows (``step, loss``).
+        found: the step the detector flagged.
+    """
+    frames = []
+    for name, df in runs.items():
+        check_columns(df, ["step", "loss"])
+        frames.append(df[["step", "loss"]].assign(run=name).round({"loss": 5}))
+    data = pd.concat(frames, ignore_index=True)
+    lines = (
+        alt.Chart(data)
+        .mark_line(strokeWidth=1.5)
+        .encode(
+            x=alt.X("step:Q", title="step"),
+            y=alt.Y("loss:Q", scale=alt.Scale(type="log"), title="loss (log scale)"),
+            color=alt.Color("run:N", title=None, sort=list(runs)),
+            strokeDash=alt.StrokeDash("run:N", sort=list(runs), legend=None),
+        )
+    )
+    mark = (
+        alt.Chart(pd.DataFrame({"step": [found]}))
+        .mark_rule(color="#b2182b", strokeDash=[4, 3])
+        .encode(x="step:Q")
+    )
+    return alt.layer(lines, mark).properties(
+        width=560,
+        height=220,
+        title=alt.TitleParams(
+            "One bad batch: the spike, the damage after it, and a run that skipped it",
+            subtitle="red: the first step the detector flagged (a loss over five "
+            "times the median of the 20 steps before it)",
+        ),
+    )
+
+
 __all__ = [
+    "spike_chart",
     "EXPLORER_CONTROLS",
     "GROUPS",
     "RECOVERY_S",

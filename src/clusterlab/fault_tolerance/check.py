@@ -208,7 +208,49 @@ def samples_for(fn) -> bool:
     return passed(name, f"{len(log)} committed batches, every sample read once")
 
 
+#: A spike's damage: the run that trained through it must sit at least twice as
+#: high as the clean run after it (it sits 5 to 10 times higher), and the run
+#: that skipped the batch within 5% of it (it misses one batch of training).
+DAMAGE_MIN, SKIP_TOLERANCE = 2.0, 0.05
+
+
+def spike_triage(spiked, clean, skipped, found, bad_step: int) -> str:
+    """Detect, skip, compare: the triage of a loss spike, judged.
+
+    The detector's first flag must be the bad step (later flags may be the
+    damage that follows it); training through it must leave the loss at least
+    twice the clean run's over the next 20 steps; skipping that one batch must
+    bring it within 5% of the clean run.
+
+    Returns:
+        A sentence saying what held. Raises ``AssertionError`` otherwise.
+    """
+    from clusterlab.fault_tolerance.spikes import damage
+
+    if not list(found) or list(found)[0] != bad_step:
+        raise AssertionError(
+            f"the detector flagged steps {list(found)[:8]}, not first the bad batch's "
+            f"step {bad_step}: compare each loss with the recent past, not a "
+            "fixed line"
+        )
+    hurt = damage(spiked, clean, bad_step)
+    healed = damage(skipped, clean, bad_step)
+    if hurt < DAMAGE_MIN:
+        raise AssertionError(
+            f"training through the spike left the loss only {hurt:.2f} times the "
+            "clean run's: was the bad batch in?"
+        )
+    if abs(healed - 1) > SKIP_TOLERANCE:
+        raise AssertionError(f"skipping the batch left the loss {healed - 1:+.1%} off")
+    return (
+        f"spike found first at step {bad_step}; training through it left the loss "
+        f"{hurt:.1f} times the clean run's over 20 steps, skipping it "
+        f"{healed - 1:+.1%} off"
+    )
+
+
 __all__ = [
+    "spike_triage",
     "every_step_committed",
     "exactly_once",
     "healed_after_kill",
