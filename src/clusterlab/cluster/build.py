@@ -42,6 +42,28 @@ def _off_the_event_loop(fn):
     return wrapper
 
 
+#: Seconds an ``ip`` command may take before the build gives up on it.
+IP_TIMEOUT_S = 10.0
+
+
+def _veth(netns: str, name: str, peer: str) -> None:
+    """Add a veth pair ``name``/``peer`` in ``netns``, with iproute2's ``ip``.
+
+    pyroute2 0.9.7 at times never receives the kernel's answer to this one
+    request (about one build in six here, waiting forever), so it goes
+    through ``ip``, with a timeout; everything else stays on netlink.
+    """
+    import subprocess
+
+    cmd = ["ip", "-n", netns, "link", "add", name, "type", "veth", "peer", "name", peer]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=IP_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"{' '.join(cmd)} took over {IP_TIMEOUT_S:g} s") from exc
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+
+
 def namespaces(topology: Topology, cluster_id: str) -> dict[str, str]:
     """The namespace of each part: ``{"fabric": ..., "node0": ..., ...}``."""
     parts = ["fabric", *topology.node_names]
@@ -91,7 +113,7 @@ def build(topology: Topology, cluster_id: str) -> dict[str, str]:
             if link.a.startswith("node"):
                 _node_link(fab, topology, spaces, int(link.a[4:]), link)
             else:
-                _uplink(fab, link)
+                _uplink(fab, spaces["fabric"], link)
         fab.link("set", index=_index(fab, "lo"), state="up")
     finally:
         fab.close()
@@ -103,7 +125,7 @@ def _node_link(fab, topology, spaces, node: int, link) -> None:
     from pyroute2 import NetNS
 
     peer = f"e{node}"
-    fab.link("add", ifname=link.name, kind="veth", peer={"ifname": peer})
+    _veth(spaces["fabric"], link.name, peer)
     fab.link("set", index=_index(fab, peer), net_ns_fd=spaces[f"node{node}"])
     far = _index(fab, link.name)
     fab.link("set", index=far, master=_index(fab, link.b), state="up")
@@ -120,10 +142,10 @@ def _node_link(fab, topology, spaces, node: int, link) -> None:
         ns.close()
 
 
-def _uplink(fab, link) -> None:
+def _uplink(fab, fabric_netns: str, link) -> None:
     """A leaf's uplink: ``up<j>`` on the leaf, ``up<j>s`` on the spine."""
     spine_end = f"{link.name}s"
-    fab.link("add", ifname=link.name, kind="veth", peer={"ifname": spine_end})
+    _veth(fabric_netns, link.name, spine_end)
     for ifname, switch in ((link.name, link.a), (spine_end, link.b)):
         idx = _index(fab, ifname)
         fab.link("set", index=idx, master=_index(fab, switch), state="up")
