@@ -46,7 +46,7 @@ def _off_the_event_loop(fn):
 IP_TIMEOUT_S = 10.0
 
 
-def _veth(netns: str, name: str, peer: str) -> None:
+def _veth(netns: str, name: str, peer: str, fab=None) -> None:
     """Add a veth pair ``name``/``peer`` in ``netns``, with iproute2's ``ip``.
 
     pyroute2 0.9.7 at times never receives the kernel's answer to this one
@@ -61,7 +61,11 @@ def _veth(netns: str, name: str, peer: str) -> None:
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"{' '.join(cmd)} took over {IP_TIMEOUT_S:g} s") from exc
     if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+        if fab is None:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+        # ip could not open the namespace by its name: netlink, through the
+        # handle already open on it
+        fab.link("add", ifname=name, kind="veth", peer={"ifname": peer})
 
 
 def namespaces(topology: Topology, cluster_id: str) -> dict[str, str]:
@@ -125,7 +129,7 @@ def _node_link(fab, topology, spaces, node: int, link) -> None:
     from pyroute2 import NetNS
 
     peer = f"e{node}"
-    _veth(spaces["fabric"], link.name, peer)
+    _veth(spaces["fabric"], link.name, peer, fab)
     fab.link("set", index=_index(fab, peer), net_ns_fd=spaces[f"node{node}"])
     far = _index(fab, link.name)
     fab.link("set", index=far, master=_index(fab, link.b), state="up")
@@ -145,7 +149,7 @@ def _node_link(fab, topology, spaces, node: int, link) -> None:
 def _uplink(fab, fabric_netns: str, link) -> None:
     """A leaf's uplink: ``up<j>`` on the leaf, ``up<j>s`` on the spine."""
     spine_end = f"{link.name}s"
-    _veth(fabric_netns, link.name, spine_end)
+    _veth(fabric_netns, link.name, spine_end, fab)
     for ifname, switch in ((link.name, link.a), (spine_end, link.b)):
         idx = _index(fab, ifname)
         fab.link("set", index=idx, master=_index(fab, switch), state="up")
