@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from clusterlab.cluster.allreduce import ALGORITHMS, bus_bandwidth_Bps, timed_allreduce
@@ -138,8 +139,20 @@ def main(argv=None) -> int:
     return 0
 
 
+_DRIVER_PID = os.getpid()
+
+
 def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)  # so that the cluster's teardown runs
+    """Unwind the driver, so that the cluster's teardown runs.
+
+    pyroute2 forks short-lived helpers, which inherit this handler and which it
+    stops with SIGTERM; in a helper, unwinding would run a copy of the driver's
+    teardown and remove the cluster the driver is still building, so a helper
+    just exits.
+    """
+    if os.getpid() != _DRIVER_PID:
+        os._exit(128 + signum)
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

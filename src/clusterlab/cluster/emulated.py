@@ -62,6 +62,7 @@ class EmulatedCluster:
         self.id: str | None = None
         self.spaces: dict[str, str] = {}
         self._faulty: set[int] = set()
+        self._owner_pid: int | None = None
 
     def __enter__(self) -> EmulatedCluster:
         reason = why_not()
@@ -69,6 +70,7 @@ class EmulatedCluster:
             raise CannotEmulate(reason)
         names.remove_leftovers()
         self.id = names.new_id()
+        self._owner_pid = os.getpid()
         names.claim(self.id)
         try:
             self.spaces = build.build(self.topology, self.id)
@@ -81,8 +83,12 @@ class EmulatedCluster:
         self.close()
 
     def close(self) -> None:
-        """Kill the cluster's processes and remove everything it made."""
-        if self.id is not None:
+        """Kill the cluster's processes and remove everything it made.
+
+        Only in the process that made it: a forked copy of that process (one of
+        pyroute2's helpers, unwinding on a signal) leaves it alone.
+        """
+        if self.id is not None and os.getpid() == self._owner_pid:
             names.remove(self.id)
 
     # --- where things are -------------------------------------------------
