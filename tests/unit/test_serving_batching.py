@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from clusterlab.serving import chart, check
+from clusterlab.serving import chart, check, measure
 from clusterlab.serving.sim import Workload, simulate, summarise
 
 COST = dict(fixed_s=0.004, per_request_s=0.001)
@@ -90,7 +90,15 @@ def test_the_check_fails_a_twin_blind_to_the_policy():
 
 def test_the_check_fails_when_static_batching_costs_nothing():
     ok, text = check.batching_twin_agrees(_table(1.0, 1.0))
-    assert ok is False and "no gain" in text
+    assert ok is False and "barely differ" in text
+
+
+def test_one_rate_where_both_policies_saturated_does_not_fail_the_gain():
+    table = _table(2.5, 2.2)
+    top = (table.rate_per_s == 150.0) & (table.policy == "static")
+    table.loc[top, "ttft_s"] = 0.01  # a loaded machine: both queue alike at 150/s
+    table.loc[top & (table.source == "twin"), "ttft_s"] = 0.012
+    assert check.batching_twin_agrees(table)[0] is True
 
 
 def test_the_chart_draws_both_sources():
@@ -188,3 +196,12 @@ def test_a_bad_policy_is_named_in_the_trace():
 
     with pytest.raises(ValueError, match="policy"):
         measure.batch_trace("fifo")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [({"rates": [0.0]}, "rates"), ({"repeats": 0}, "repeats"), ({"n": 1}, "n=")],
+)
+def test_the_table_names_a_bad_argument_before_serving(kwargs, needle):
+    with pytest.raises(ValueError, match=needle):
+        measure.batching_table(None, **kwargs)

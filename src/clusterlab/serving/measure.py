@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from clusterlab.core.validate import check_int
+from clusterlab.core.validate import check_float, check_int
 
 
 def decode_model(seed: int = 0, dtype: str = "float32"):
@@ -98,6 +98,10 @@ def block_tables(block_size: int = 4) -> pd.DataFrame:
 def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataFrame:
     """Serve ``workload`` on the real engine, on the wall clock; one row per request.
 
+    The engine runs on one thread (:func:`one_thread`): with two, every step
+    waits at barriers between the threads, and a program busy on one core made
+    each step about seventy times slower (one thread: under twice).
+
     Requests are added when their arrival time has passed (open loop: arrivals
     do not wait for replies). Continuous batching adds them at every step, up
     to ``max_batch`` running; static batching adds them only once the running
@@ -113,10 +117,16 @@ def serve_workload(model, workload, policy: str, max_batch: int = 8) -> pd.DataF
         DataFrame as ``cl.serving.sim.simulate`` returns it, measured.
     """
     from clusterlab.core.validate import check_choice
-    from clusterlab.serving.engine import Engine
 
     check_choice("policy", policy, ("continuous", "static"))
     max_batch = check_int("max_batch", max_batch, 1, 4096)
+    with one_thread():
+        return _serve(model, workload, policy, max_batch)
+
+
+def _serve(model, workload, policy: str, max_batch: int) -> pd.DataFrame:
+    from clusterlab.serving.engine import Engine
+
     arrivals = workload.arrivals_s()
     engine = Engine(model, block_size=16, max_batch_requests=max_batch)
     vocab = model.config.vocab_size
@@ -283,11 +293,23 @@ def slow_share(steps, fixed_s: float, per_request_s: float) -> float:
     return float(np.mean(slow))
 
 
-def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0):
+def batching_table(
+    model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0, repeats: int = 3
+):
     """Continuous against static batching at each arrival rate: twin and engine.
 
     The twin (``cl.serving.sim``) runs with the step cost fitted from this
-    engine's own decoding steps; the engine serves the same arrival times.
+    engine's own decoding steps; the engine serves the same arrival times
+    ``repeats`` times under each policy, the two policies taking turns, and each
+    engine figure is the median over those runs: one run that another program
+    stalls for a few hundred milliseconds then moves no figure.
+
+    Args:
+        model: a ``transformers`` Llama.
+        rates: arrival rates in requests/s, each in (0, 10000].
+        n: requests per run, in [2, 4096].
+        seed: the arrival times' seed.
+        repeats: engine runs per policy and rate, in [1, 15].
 
     Returns:
         DataFrame ``rate_per_s, policy, source, ttft_s, tpot_s, requests_per_s,
@@ -295,16 +317,25 @@ def batching_table(model, rates=(20.0, 60.0, 150.0), n: int = 24, seed: int = 0)
     """
     from clusterlab.serving.sim import Workload, simulate, summarise
 
+    n = check_int("n", n, 2, 4096)
+    repeats = check_int("repeats", repeats, 1, 15)
+    rates = [check_float("rates", r, 0.0, 1e4, low_inclusive=False) for r in rates]
     cost = step_cost(model)
+    policies = ("continuous", "static")
     rows = []
     for rate in rates:
         w = Workload(n=n, rate_per_s=float(rate), new_tokens=8, seed=seed)
-        for policy in ("continuous", "static"):
+        runs = {p: [] for p in policies}
+        for _ in range(repeats):
+            for policy in policies:
+                run = serve_workload(model, w, policy, max_batch=8)
+                runs[policy].append(
+                    summarise(run)
+                    | {"slow_share": slow_share(run.attrs["steps"], **cost)}
+                )
+        for policy in policies:
             twin = summarise(simulate(w, policy, max_batch=8, **cost))
-            run = serve_workload(model, w, policy, max_batch=8)
-            real = summarise(run) | {
-                "slow_share": slow_share(run.attrs["steps"], **cost)
-            }
+            real = pd.DataFrame(runs[policy]).median().to_dict()
             rows.append(dict(rate_per_s=rate, policy=policy, source="twin", **twin))
             rows.append(dict(rate_per_s=rate, policy=policy, source="engine", **real))
     return pd.DataFrame(rows)
@@ -344,7 +375,8 @@ def model_costs(model) -> dict:
 def measure_decode(
     model, batches=(1, 4, 16), new_tokens: int = 16, prompt_len: int = 4
 ) -> pd.DataFrame:
-    """Decode ``batch`` requests together on the engine; time the decoding steps.
+    """Decode ``batch`` requests together on the engine, on one thread; time the
+    decoding steps.
 
     The first step (prefill and the first token) is not timed; every later step
     decodes one token of every request.
@@ -359,14 +391,20 @@ def measure_decode(
         DataFrame ``batch, steps, step_s, tokens_per_s`` (``step_s``: the
         median decoding step).
     """
-    from clusterlab.serving.engine import Engine
 
     new_tokens = check_int("new_tokens", new_tokens, 2, 512)
     prompt_len = check_int("prompt_len", prompt_len, 1, 64)
+    batches = [check_int(f"batches[{i}]", b, 1, 256) for i, b in enumerate(batches)]
+    with one_thread():  # as the roofs are measured, and a busy core stalls no barrier
+        return _decode_steps(model, batches, new_tokens, prompt_len)
+
+
+def _decode_steps(model, batches, new_tokens: int, prompt_len: int) -> pd.DataFrame:
+    from clusterlab.serving.engine import Engine
+
     vocab = model.config.vocab_size
     rows = []
-    for i, b in enumerate(batches):
-        b = check_int(f"batches[{i}]", b, 1, 256)
+    for b in batches:
         engine = Engine(model, block_size=16)
         for r in range(b):
             prompt = [(7 * r + j + 1) % vocab for j in range(prompt_len)]

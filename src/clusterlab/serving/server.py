@@ -415,6 +415,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--allow-remote", action="store_true", help="listen beyond loopback"
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch's threads for the engine's steps (1: a busy core beside the "
+        "server slows a step, but never stalls it at a barrier between threads)",
+    )
     args = parser.parse_args(argv)
     if not args.allow_remote and not is_loopback(args.host):
         print(
@@ -428,8 +435,16 @@ def main(argv: list[str] | None = None) -> int:
             f"--port {args.port} is out of range: allowed [0, 65535]", file=sys.stderr
         )
         return 2
+    if not 1 <= args.threads <= 256:
+        print(
+            f"--threads {args.threads} is out of range: allowed [1, 256]",
+            file=sys.stderr,
+        )
+        return 2
+    import torch
     import uvicorn
 
+    torch.set_num_threads(args.threads)
     model, tokenizer, name = load(args.model, args.dtype)
     try:
         engine = Engine(
