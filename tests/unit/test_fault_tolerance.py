@@ -128,7 +128,7 @@ def test_loopback_env_keeps_gloo_and_the_store_on_lo():
 
 def test_the_per_step_model_and_its_bounds():
     m = 10_000.0
-    assert ft.per_step_goodput(m, 10.0, 300.0, 10) == pytest.approx(1 - 40 / m)
+    assert ft.per_step_goodput(m, 10.0, 300.0, 10) == pytest.approx(1 - 39 / m)
     assert ft.per_step_goodput(m, 1e6, 0.0, 2) == 0.0
     for bad, kw in [("mtbf_s", dict(mtbf_s=0.0)), ("n_groups", dict(n_groups=1)),
                     ("recovery_s", dict(recovery_s=-1.0))]:  # fmt: skip

@@ -19,6 +19,12 @@ weights of a run that never crashed.
 ``train`` is the same code as a worker for ``cl.launch`` (which restarts
 nothing: the caller does), and ``--format dcp`` saves with
 ``torch.distributed.checkpoint`` instead of ``torch.save``.
+
+Rank 0 logs each step it finished with its attempt and the time, and each
+checkpoint with the seconds it took (``read_step_times``); each rank writes its
+process id per attempt under ``pids/`` so that a driver can kill a rank from
+outside, as a failed GPU would (``cl.fault_tolerance.race``). ``--step-ms``
+pads each step to model a step of real compute.
 """
 
 from __future__ import annotations
@@ -26,12 +32,14 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import time
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from clusterlab.core.backend import choose_backend
+from clusterlab.core.validate import check_float
 
 FEATURES = 8
 
@@ -43,6 +51,12 @@ LOG = "steps.log"
 
 
 FINAL = "final.pt"
+
+
+CHECKPOINTS = "checkpoints.log"
+
+
+PIDS = "pids"
 
 
 def _batch(step: int, rank: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,6 +115,7 @@ def train(
     attempt: int | None = None,
     fmt: str = "torch",
     lr: float = 0.05,
+    step_ms: float = 0.0,
 ) -> dict:
     """Train with checkpoints every ``every`` steps; resume from the last one.
 
@@ -116,12 +131,14 @@ def train(
         fmt: ``"torch"`` (rank 0 writes one file with ``torch.save``) or
             ``"dcp"`` (``torch.distributed.checkpoint``: every rank takes part).
         lr: learning rate.
+        step_ms: extra milliseconds of work per step (a sleep), in [0, 10000].
 
     Returns:
         ``{"weights": final weights, "start_step": step it resumed from}``.
     """
     if attempt is None:
         attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    step_ms = check_float("step_ms", step_ms, 0.0, 10_000.0)
     torch.set_num_threads(1)  # the same arithmetic under every launcher
     nccl = dist.get_backend() == "nccl"
     device = torch.device("cuda", torch.cuda.current_device()) if nccl else "cpu"
@@ -129,7 +146,9 @@ def train(
     # The whole training state: weights, SGD's momentum, and the step count.
     # Saving the weights alone would resume with the momentum lost.
     state = {"weight": zeros.clone(), "momentum": zeros.clone(), "step": 0}
-    os.makedirs(ckpt_dir, exist_ok=True)
+    os.makedirs(os.path.join(ckpt_dir, PIDS), exist_ok=True)
+    with open(os.path.join(ckpt_dir, PIDS, f"attempt{attempt}_rank{rank}"), "w") as f:
+        f.write(str(os.getpid()))
     _load(state, ckpt_dir, fmt)
     start = state["step"]
     w, m = state["weight"], state["momentum"]
@@ -138,16 +157,23 @@ def train(
             os.kill(os.getpid(), signal.SIGKILL)  # as abrupt as a lost GPU
         x, y = _batch(step, rank, device)
         grad = 2.0 / BATCH * x.T @ (x @ w - y)  # gradient of the mean squared error
+        if step_ms:
+            time.sleep(step_ms / 1000)  # the rest of a real step's compute
         dist.all_reduce(grad)
         grad /= world_size
         m.mul_(0.9).add_(grad)
         w.sub_(lr * m)
         if rank == 0:
             with open(os.path.join(ckpt_dir, LOG), "a") as f:
-                f.write(f"{attempt} {step}\n")
+                f.write(f"{attempt} {step} {time.time():.6f}\n")
         if (step + 1) % every == 0:
             state["step"] = step + 1
+            began = time.perf_counter()
             _save(state, ckpt_dir, fmt, rank)
+            if rank == 0:
+                took = time.perf_counter() - began
+                with open(os.path.join(ckpt_dir, CHECKPOINTS), "a") as f:
+                    f.write(f"{attempt} {step + 1} {took:.6f}\n")
     weights = w.cpu().clone()
     if rank == 0:
         torch.save({"weights": weights, "start_step": start}, _path(ckpt_dir, FINAL))
@@ -161,7 +187,32 @@ def _path(folder: str, name: str) -> str:
 def read_step_log(ckpt_dir: str) -> list[tuple[int, int]]:
     """The (attempt, step) pairs rank 0 executed, in order."""
     with open(_path(ckpt_dir, LOG)) as f:
-        return [tuple(int(v) for v in line.split()) for line in f if line.strip()]
+        return [tuple(int(v) for v in line.split()[:2]) for line in f if line.strip()]
+
+
+def read_step_times(ckpt_dir: str) -> tuple[list[tuple], list[tuple]]:
+    """Rank 0's logs: ``(attempt, step, time)`` per step finished, and
+    ``(attempt, step, seconds)`` per checkpoint written (``time.time()`` clock)."""
+
+    def rows(name):
+        path = _path(ckpt_dir, name)
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            parts = [line.split() for line in f if line.strip()]
+        return [(int(p[0]), int(p[1]), float(p[2])) for p in parts if len(p) == 3]
+
+    return rows(LOG), rows(CHECKPOINTS)
+
+
+def worker_pid(ckpt_dir: str, attempt: int, rank: int) -> int | None:
+    """The process id rank ``rank`` wrote in attempt ``attempt``, or None yet."""
+    path = os.path.join(ckpt_dir, PIDS, f"attempt{attempt}_rank{rank}")
+    try:
+        with open(path) as f:
+            return int(f.read())
+    except (FileNotFoundError, ValueError):  # not yet written, or half written
+        return None
 
 
 def main(argv=None) -> None:
@@ -171,6 +222,7 @@ def main(argv=None) -> None:
     parser.add_argument("--crash-at", type=int, default=-1)
     parser.add_argument("--dir", required=True)
     parser.add_argument("--format", choices=("torch", "dcp"), default="torch")
+    parser.add_argument("--step-ms", type=float, default=0.0)
     args = parser.parse_args(argv)
     world_size = int(os.environ["WORLD_SIZE"])
     backend = choose_backend(world_size, verbose=False)
@@ -194,6 +246,7 @@ def main(argv=None) -> None:
         ckpt_dir=args.dir,
         crash_at=args.crash_at,
         fmt=args.format,
+        step_ms=args.step_ms,
     )
     dist.destroy_process_group()
 
@@ -202,4 +255,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["read_step_log", "train"]
+__all__ = ["read_step_log", "read_step_times", "train", "worker_pid"]

@@ -8,6 +8,9 @@ role (``docs/architecture.md``), and loads on first use.
 - ``loopback``: keeps the lighthouse, the manager server, the store and gloo on
   ``127.0.0.1``.
 - ``measure``: a lighthouse and groups, one SIGKILL and a restart, measured.
+- ``sim``: failure schedules, and their cost replayed for each way of recovering.
+- ``race``: one schedule run twice, under torchft and under torchrun's restarts,
+  each set against its replay.
 - ``spikes``: a loss spike from one bad batch: train through it, find it, skip it.
 - ``check``: checks of a run's log (exactly-once data, equal parameters, every
   step committed) and the exercise's check.
@@ -21,6 +24,6 @@ role (``docs/architecture.md``), and loads on first use.
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role.
-ROLES = {"train": "ranks", "loopback": "ranks", "spikes": "measure"}
+ROLES = {"train": "ranks", "loopback": "ranks", "spikes": "measure", "race": "measure"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

@@ -38,15 +38,16 @@ LOG2_GPUS_RANGE = (3, 15)
 
 def committed_steps_chart(
     log: pd.DataFrame,
-    kill_time: float,
-    restart_time: float | None = None,
-    title: str = "Committed steps of each group, one group killed",
+    kill_time,
+    restart_time=None,
+    title: str = "Committed steps of each group, groups killed and restarted",
 ) -> alt.LayerChart:
-    """Each group's committed step against time; rules at the kill and restart.
+    """Each group's committed step against time; rules at the kills and restarts.
 
     Args:
         log: a run's table (``step``, ``replica_id``, ``life``, ``time``).
-        kill_time, restart_time: ``time.time()`` of the SIGKILL and the restart.
+        kill_time, restart_time: ``time.time()`` of each SIGKILL and restart
+            (a number or a list of them; no restart rules when None).
     """
     check_columns(log, ["step", "replica_id", "life", "time", "participants"])
     t0 = float(log["time"].min())
@@ -75,9 +76,9 @@ def committed_steps_chart(
             ],
         )
     )
-    marks = [{"t_s": kill_time - t0, "event": "SIGKILL"}]
-    if restart_time is not None:
-        marks.append({"t_s": restart_time - t0, "event": "restart"})
+    as_list = lambda v: [] if v is None else list(pd.Series(v, dtype=float))  # noqa: E731
+    marks = [{"t_s": t - t0, "event": "SIGKILL"} for t in as_list(kill_time)]
+    marks += [{"t_s": t - t0, "event": "restart"} for t in as_list(restart_time)]
     rules = (
         alt.Chart(pd.DataFrame(marks))
         .mark_rule(strokeWidth=2, strokeDash=[4, 2], color="#D55E00")
@@ -95,6 +96,93 @@ def committed_steps_chart(
             "group heals from a live peer and joins at the current step",
         ),
         width=560,
+        height=260,
+    )
+
+
+def _thin(d: pd.DataFrame, n: int) -> pd.DataFrame:
+    """About ``n`` evenly spaced rows of ``d``, its first and last kept."""
+    keep = list(range(0, len(d), max(1, len(d) // n))) + [len(d) - 1]
+    return d.iloc[sorted(set(keep))]
+
+
+def race_chart(restart_steps: pd.DataFrame, restart: dict, per_step_log: pd.DataFrame,
+               per_step: dict, n_groups: int) -> alt.LayerChart:  # fmt: skip
+    """The same failures, two jobs: the work each has done against time.
+
+    Args:
+        restart_steps: the checkpoint-restart run's steps (``attempt, step,
+            time``; ``cl.fault_tolerance.race.RestartRun.steps``).
+        restart, per_step: ``race.restart_costs`` and ``race.per_step_costs``.
+        per_step_log: the per-step run's log (``FaultRun.log``).
+        n_groups: the per-step run's groups.
+    """
+    check_columns(restart_steps, ["attempt", "step", "time"])
+    check_columns(per_step_log, ["step", "time", "step_samples"])
+    ckpt = restart_steps.sort_values("time")
+    a = pd.DataFrame(
+        {"t_s": ckpt["time"] - restart["begin"], "work": ckpt["step"] + 1.0}
+    ).assign(job="checkpoint-restart")
+    first = per_step_log.sort_values("time").groupby("step").first()
+    first = first[first["time"] > per_step["begin"]]
+    full = n_groups * per_step["batch"]
+    b = pd.DataFrame(
+        {
+            "t_s": first["time"] - per_step["begin"],
+            "work": first["step_samples"].map(len).cumsum() / full,
+        }
+    ).assign(job="per-step recovery")
+    # About 100 points a job, keeping each attempt's first and last step (the
+    # fall back to a checkpoint stays sharp); a chart stays well under 50 KB.
+    attempts = ckpt["attempt"].to_numpy()
+    parts = []
+    for k in sorted(set(attempts)):
+        mine = _thin(a[attempts == k], 40)
+        parts.append(mine)
+        nxt = a[attempts == k + 1]
+        if len(nxt) and k < len(restart["fail_at_s"]):
+            # at the kill the work falls back to the checkpoint, and stays there
+            # until the restarted job takes its first step
+            t_kill = restart["fail_at_s"][k]
+            back = float(nxt["work"].iloc[0]) - 1.0
+            drop = [(t_kill, float(mine["work"].iloc[-1])), (t_kill, back)]
+            drop.append((float(nxt["t_s"].iloc[0]) - restart["step_s"], back))
+            parts.append(
+                pd.DataFrame(drop, columns=["t_s", "work"]).assign(
+                    job="checkpoint-restart"
+                )
+            )
+    a = pd.concat(parts, ignore_index=True)
+    data = pd.concat([a, _thin(b, 100)], ignore_index=True).round(3)
+    data["order"] = range(len(data))
+    lines = (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=alt.X("t_s:Q", title="seconds since the job's first step"),
+            y=alt.Y("work:Q", title="work done (steps of the whole job)"),
+            color=alt.Color("job:N", title="job", scale=alt.Scale(domain=METHODS)),
+            strokeDash=alt.StrokeDash(
+                "job:N", scale=alt.Scale(domain=METHODS, range=[[1, 0], [6, 3]])
+            ),
+            order="order:Q",
+            tooltip=["job:N", alt.Tooltip("t_s:Q", format=".2f"), "work:Q"],
+        )
+    )
+    kills = pd.DataFrame({"t_s": restart["fail_at_s"], "event": "SIGKILL"})
+    rules = (
+        alt.Chart(kills)
+        .mark_rule(strokeDash=[2, 2], color="#555")
+        .encode(x="t_s:Q", tooltip=["event", alt.Tooltip("t_s:Q", format=".2f")])
+    )
+    return alt.layer(lines, rules).properties(
+        title=alt.TitleParams(
+            "One failure schedule, two ways of recovering",
+            subtitle="checkpoint-restart stops, falls back to its last checkpoint "
+            "and restarts; per-step recovery stalls about a second, then goes on "
+            "with fewer groups",
+        ),
+        width=520,
         height=260,
     )
 
@@ -128,7 +216,7 @@ def goodput_chart(
 def per_step_expr(mtbf_s: str, recovery_s: str, rejoin_s: str, n_groups: str) -> str:
     """Vega expression for ``per_step_goodput(M, recovery, rejoin, groups)``."""
     m, a, r, n = (f"({e})" for e in (mtbf_s, recovery_s, rejoin_s, n_groups))
-    return f"max(0, 1 - ({a} + {r} / {n}) / {m})"
+    return f"max(0, 1 - ({a} + max(0, {r} - {a}) / {n}) / {m})"
 
 
 def goodput_explorer(
@@ -160,7 +248,7 @@ def goodput_explorer(
             title=alt.TitleParams(
                 title,
                 subtitle="checkpoint-restart: Daly's goodput at Young's interval; "
-                "per-step: 1 - (recovery + restart / groups) / job MTBF",
+                "per-step: 1 - (recovery + (restart - recovery) / groups) / job MTBF",
             ),
             width=520,
             height=260,
@@ -215,4 +303,5 @@ __all__ = [
     "goodput_chart",
     "goodput_explorer",
     "per_step_expr",
+    "race_chart",
 ]

@@ -14,7 +14,7 @@ import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
 from clusterlab.core.checks import not_attempted, passed
-from clusterlab.core.validate import check_int
+from clusterlab.core.validate import check_float, check_int
 from clusterlab.fault_tolerance import loopback
 
 
@@ -158,6 +158,50 @@ def loopback_only(listeners: dict) -> bool:
     )
 
 
+# ------------------------------------------------------------------ the race
+def goodput_matches_replay(measured: float, predicted: dict, what: str) -> bool:
+    """A run's measured goodput lies in its replay's band (``cl.fault_tolerance.race``).
+
+    Args:
+        measured: the run's goodput, in [0, 1].
+        predicted: ``{"goodput", "low", "high"}`` from ``race.predict_restart``
+            or ``race.predict_per_step``.
+        what: the run's name, for the message.
+    """
+    measured = check_float("measured", measured, 0.0, 1.0)
+    missing = {"goodput", "low", "high"} - set(predicted)
+    if missing:
+        raise ValueError(f"predicted={predicted!r} lacks {sorted(missing)}")
+    g, lo, hi = (float(predicted[k]) for k in ("goodput", "low", "high"))
+    if not lo <= measured <= hi:
+        side = "more" if measured > hi else "less"
+        raise AssertionError(
+            f"{what}: measured goodput {measured:.3f} is outside the replay's band "
+            f"[{lo:.3f}, {hi:.3f}] (replay {g:.3f}): the run kept {side} work than "
+            "the model allows, so the model leaves out a cost or counts one twice"
+        )
+    return passed(
+        "goodput_matches_replay",
+        f"{what}: measured {measured:.3f}, replay {g:.3f} in [{lo:.3f}, {hi:.3f}]",
+    )
+
+
+def per_step_keeps_more(per_step: float, restart: float) -> bool:
+    """Under the same failures per-step recovery kept more work than restarts."""
+    per_step = check_float("per_step", per_step, 0.0, 1.0)
+    restart = check_float("restart", restart, 0.0, 1.0)
+    if per_step <= restart:
+        raise AssertionError(
+            f"per-step recovery kept {per_step:.3f} of the work and "
+            f"checkpoint-restart {restart:.3f}: per-step recovery should keep more, "
+            "since only one group stops while the others go on"
+        )
+    return passed(
+        "per_step_keeps_more",
+        f"per-step {per_step:.3f} against checkpoint-restart {restart:.3f}",
+    )
+
+
 # -------------------------------------------------------------------- the exercise
 #: A run's history for the exercise: (quorum size, committed?) per attempted step.
 HISTORY = [(3, True), (3, True), (3, False), (2, True), (2, True), (3, True),
@@ -253,9 +297,11 @@ __all__ = [
     "spike_triage",
     "every_step_committed",
     "exactly_once",
+    "goodput_matches_replay",
     "healed_after_kill",
     "loopback_only",
     "params_agree",
+    "per_step_keeps_more",
     "replay",
     "samples_for",
 ]

@@ -38,6 +38,8 @@ LOG_COLUMNS = [
     "healed_from", "time", "life",
 ]  # fmt: skip
 
+KILL_COLUMNS = ["replica_id", "life", "time", "restart_time", "step"]
+
 
 @dataclass
 class FaultRun:
@@ -53,6 +55,9 @@ class FaultRun:
         listeners: every listening address seen, ``{process name: [IP:PORT]}``.
         exit_codes: ``{process name: return code}`` of the groups.
         pids: ``{process name: pid}`` of every process started (all ended).
+        kills: one row per kill (``KILL_COLUMNS``): the group, its life, the
+            ``time.time()`` of the SIGKILL and of the restart, the last step
+            it committed. ``killed``, ``kill_time``... are the first row's.
     """
 
     log: pd.DataFrame
@@ -64,6 +69,7 @@ class FaultRun:
     listeners: dict = field(default_factory=dict)
     exit_codes: dict = field(default_factory=dict)
     pids: dict = field(default_factory=dict)
+    kills: pd.DataFrame = field(default_factory=lambda: pd.DataFrame())
 
 
 def torchft_missing() -> str | None:
@@ -140,14 +146,18 @@ def _listeners(procs: dict) -> dict:
     return {n: loopback.listening_addresses(p.pid) for n, p in procs.items()}
 
 
+def _fail_if_dead(procs: dict, what: str, deadline: float, timeout_s: float) -> None:
+    dead = {n: p.returncode for n, p in procs.items() if p.poll() not in (None, 0)}
+    if dead:
+        raise RuntimeError(f"while waiting for {what}, processes failed: {dead}")
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"no {what} within {timeout_s:g} s")
+
+
 def _wait_for(predicate, timeout_s: float, what: str, procs: dict) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
-        dead = {n: p.returncode for n, p in procs.items() if p.poll() not in (None, 0)}
-        if dead:
-            raise RuntimeError(f"while waiting for {what}, processes failed: {dead}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} within {timeout_s:g} s")
+        _fail_if_dead(procs, what, deadline, timeout_s)
         time.sleep(0.02)
 
 
@@ -163,19 +173,24 @@ def kill_and_heal(
     step_ms: float = 40.0,
     timeout_s: float = 90.0,
     workdir: str | None = None,
+    kill_after_s=None,
 ) -> FaultRun:
-    """Run, kill one group with SIGKILL, restart it, and wait for all to finish.
+    """Run, kill groups with SIGKILL, restart each, and wait for all to finish.
 
     Args:
         n_groups: replica groups, in [2, 8]; a commit needs a majority of them.
         steps: the step every group trains to, in [4, 100000].
-        kill_at_step: the killed group dies once it has committed this step, in
-            [1, steps - 2].
-        killed: the id of the group to kill, in [0, n_groups - 1].
-        restart_after_s: seconds between the kill and the restart, in [0, 60].
+        kill_at_step: with ``kill_after_s`` None, one group dies once it has
+            committed this step, in [1, steps - 2].
+        killed: the id of the (first) group to kill, in [0, n_groups - 1].
+        restart_after_s: seconds between a kill and the restart, in [0, 60].
         batch, seed, step_ms: passed to every group.
         timeout_s: the whole run's limit, in (0, 3600].
         workdir: where logs go (a new temporary folder when None).
+        kill_after_s: a failure schedule instead of ``kill_at_step``: seconds
+            after every group's first commit, increasing, each in (0, 3600]. The
+            victims take turns from ``killed`` on; a group is killed only once
+            it has committed a step since its last restart (else the next one is).
     """
     n_groups = check_int("n_groups", n_groups, 2, 8)
     steps = check_int("steps", steps, 4, 100_000)
@@ -183,6 +198,7 @@ def kill_and_heal(
     killed = check_int("killed", killed, 0, n_groups - 1)
     restart_after_s = check_float("restart_after_s", restart_after_s, 0.0, 60.0)
     timeout_s = check_float("timeout_s", timeout_s, 0.0, 3600.0, low_inclusive=False)
+    offsets = None if kill_after_s is None else check_schedule(kill_after_s)
     folder = Path(workdir or tempfile.mkdtemp(prefix="fault-tolerance-"))
     env = loopback.loopback_env(dict(os.environ))
     env.update(OMP_NUM_THREADS="1", RUST_LOG="warn", PYTHONUNBUFFERED="1")
@@ -206,70 +222,122 @@ def kill_and_heal(
             "--step-ms", str(step_ms), "--min-replicas", str(majority),
             "--max-seconds", str(timeout_s),
         ]  # fmt: skip
-        return path, _spawn(cmd, folder / f"replica{rid}_life{life}.out", env)
+        paths[(str(rid), life)] = path
+        name = f"replica{rid}" + ("", "_restarted")[min(life, 1)]
+        name += str(life) if life > 1 else ""
+        procs[name] = _spawn(cmd, folder / f"replica{rid}_life{life}.out", env)
+        pids[name] = procs[name].pid
+        lives[rid] = (life, name)
 
     procs: dict = {}
     pids: dict = {}
     paths: dict = {}
+    lives: dict = {}  # replica id -> (its current life, its process name)
     listeners: dict = {}
+    kills: list = []
+    restarts: list = []  # (when, replica id), in order
     deadline = time.monotonic() + timeout_s
     left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
+    up = lambda rid: _last_step(paths[(str(rid), lives[rid][0])]) >= 1  # noqa: E731
+
+    def kill(rid: int) -> None:
+        life, name = lives[rid]
+        if not kills:
+            for n, a in _listeners(procs).items():
+                listeners.setdefault(n, set()).update(a)
+        procs[name].send_signal(signal.SIGKILL)
+        kills.append({"replica_id": str(rid), "life": life, "time": time.time()})
+        procs[name].wait(timeout=10)
+        del procs[name]
+        restarts.append((time.monotonic() + restart_after_s, rid))
+
+    def due(index: int, t0: float) -> bool:
+        if offsets is None:
+            return up(killed) and _last_step(paths[(str(killed), 0)]) >= kill_at_step
+        return time.monotonic() >= t0 + offsets[index]
+
     try:
         procs["lighthouse"] = _spawn(lighthouse, folder / "lighthouse.out", env)
+        pids["lighthouse"] = procs["lighthouse"].pid
         for rid in range(n_groups):
-            paths[(str(rid), 0)], procs[f"replica{rid}"] = group(rid, 0)
-        victim = paths[(str(killed), 0)]
-        reached = lambda: _last_step(victim) >= kill_at_step  # noqa: E731
-        _wait_for(reached, left(), "the kill step", procs)
-        for n, a in _listeners(procs).items():
-            listeners.setdefault(n, set()).update(a)
-        pids[f"replica{killed}"] = procs[f"replica{killed}"].pid
-        procs[f"replica{killed}"].send_signal(signal.SIGKILL)
-        kill_time = time.time()
-        procs[f"replica{killed}"].wait(timeout=10)
-        del procs[f"replica{killed}"]
-        time.sleep(restart_after_s)
-        restart_time = time.time()
-        paths[(str(killed), 1)], procs[f"replica{killed}_restarted"] = group(killed, 1)
-        again = paths[(str(killed), 1)]
-        survivors = [p for n, p in procs.items() if n.startswith("replica")][:-1]
+            group(rid, 0)
+        every_up = lambda: all(up(r) for r in range(n_groups))  # noqa: E731
+        _wait_for(every_up, left(), "every group's first commit", procs)
+        t0, n_kills = time.monotonic(), 1 if offsets is None else len(offsets)
+        turn = killed
+        while len(kills) < n_kills or restarts:
+            _fail_if_dead(procs, "the failure schedule", deadline, timeout_s)
+            if restarts and time.monotonic() >= restarts[0][0]:
+                rid = restarts.pop(0)[1]
+                group(rid, lives[rid][0] + 1)
+                for k in kills:
+                    if k["replica_id"] == str(rid) and "restart_time" not in k:
+                        k["restart_time"] = time.time()
+                        break
+            if len(kills) < n_kills and due(len(kills), t0):
+                order = [(turn + i) % n_groups for i in range(n_groups)]
+                ready = [r for r in order if lives[r][1] in procs and up(r)]
+                if ready:
+                    kill(ready[0])
+                    turn = ready[0] + 1
+            time.sleep(0.01)
+        groups = lambda: {n: p for n, p in procs.items() if n != "lighthouse"}  # noqa: E731
 
         def rejoined():
-            if _last_step(again) >= 1:
+            if all(up(r) for r in range(n_groups)):
                 return True
-            if all(p.poll() == 0 for p in survivors):
+            if all(p.poll() == 0 for p in groups().values()):
                 raise RuntimeError(
-                    f"the survivors reached step {steps} before group {killed} "
-                    "rejoined: give the run more steps after the kill"
+                    f"the survivors reached step {steps} before every killed "
+                    "group rejoined: give the run more steps after the last kill"
                 )
             return False
 
-        _wait_for(rejoined, left(), "the restarted group's first commit", procs)
+        _wait_for(rejoined, left(), "the restarted groups' first commits", procs)
         for n, a in _listeners(procs).items():
             listeners.setdefault(n, set()).update(a)
-        groups = {n: p for n, p in procs.items() if n != "lighthouse"}
         _wait_for(
-            lambda: all(p.poll() is not None for p in groups.values()),
+            lambda: all(p.poll() is not None for p in groups().values()),
             left(), "finish of every group", procs,
         )  # fmt: skip
-        codes = {n: p.returncode for n, p in groups.items()}
+        codes = {n: p.returncode for n, p in groups().items()}
     finally:
-        for name, p in procs.items():
-            pids[name] = p.pid
+        for p in procs.values():
             _kill(p)
     log = read_logs(paths)
-    before = log[(log["replica_id"] == str(killed)) & (log["life"] == 0)]
+    for k in kills:
+        mine = log[(log["replica_id"] == k["replica_id"]) & (log["life"] == k["life"])]
+        k["step"] = int(mine["step"].max()) if len(mine) else 0
+    first = kills[0]
     return FaultRun(
         log=log,
-        killed=str(killed),
-        kill_time=kill_time,
-        restart_time=restart_time,
-        kill_step=int(before["step"].max()),
+        killed=first["replica_id"],
+        kill_time=first["time"],
+        restart_time=first["restart_time"],
+        kill_step=first["step"],
         steps=steps,
         listeners={n: sorted(a) for n, a in listeners.items()},
         exit_codes=codes,
         pids=pids,
+        kills=pd.DataFrame(kills, columns=KILL_COLUMNS),
     )
+
+
+def check_schedule(kill_after_s) -> list[float]:
+    """A failure schedule checked: increasing seconds, each in (0, 3600]."""
+    try:
+        offsets = [float(t) for t in kill_after_s]
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"kill_after_s={kill_after_s!r} must be a list of seconds"
+        ) from None
+    if not offsets or len(offsets) > 100:
+        raise ValueError(f"kill_after_s={kill_after_s!r}: allowed 1 to 100 times")
+    for i, t in enumerate(offsets):
+        check_float(f"kill_after_s[{i}]", t, 0.0, 3600.0, low_inclusive=False)
+    if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):
+        raise ValueError(f"kill_after_s={offsets!r} must be increasing")
+    return offsets
 
 
 def throughput(log: pd.DataFrame, start: float, end: float) -> float:
@@ -279,6 +347,24 @@ def throughput(log: pd.DataFrame, start: float, end: float) -> float:
     first = log.groupby("step")["time"].min()
     inside = first[(first > start) & (first <= end)]
     return len(inside) / (end - start)
+
+
+def back_after_kill(log: pd.DataFrame, killed: str, kill_time: float) -> pd.Series:
+    """The survivors' first commit after a kill, in a quorum without the victim.
+
+    A survivor's commit logged just after the kill can belong to a step the
+    quorum finished with the victim, before it died: the first commit with fewer
+    participants than the last one before the kill is the survivors' own (the
+    first commit of another group after the kill, if none has fewer).
+    """
+    before = log.loc[log["time"] <= kill_time, "participants"]
+    others = log[(log["replica_id"] != str(killed)) & (log["time"] > kill_time)]
+    others = others.sort_values("time")
+    if len(before):
+        smaller = others[others["participants"] < int(before.iloc[-1])]
+        if len(smaller):
+            return smaller.iloc[0]
+    return others.iloc[0]
 
 
 def recovery_summary(run: FaultRun) -> dict:
@@ -293,8 +379,7 @@ def recovery_summary(run: FaultRun) -> dict:
     """
     log = run.log
     k = run.killed
-    survivors = log[log["replica_id"] != k]
-    after_kill = survivors[survivors["time"] > run.kill_time]
+    first_back = back_after_kill(log, k, run.kill_time)
     back = log[(log["replica_id"] == k) & (log["life"] == 1)].sort_values("time")
     rejoin = back.iloc[0]
     full = log[log["participants"] == log["participants"].max()]
@@ -302,7 +387,7 @@ def recovery_summary(run: FaultRun) -> dict:
     per_group = log.groupby(["replica_id", "life"])["step"]
     return {
         "kill_step": run.kill_step,
-        "recovery_s": float(after_kill["time"].min() - run.kill_time),
+        "recovery_s": float(first_back["time"] - run.kill_time),
         "steps_committed_twice": int((per_group.count() - per_group.nunique()).sum()),
         "uncommitted_steps": len(set(range(1, run.steps + 1)) - set(log["step"])),
         "steps_per_s_before": throughput(log, start, run.kill_time),
@@ -312,12 +397,15 @@ def recovery_summary(run: FaultRun) -> dict:
         ),
         "rejoin_step": int(rejoin["step"]),
         "healed_from": rejoin["healed_from"],
-        "participants_during": int(after_kill.iloc[0]["participants"]),
+        "participants_during": int(first_back["participants"]),
     }
 
 
 __all__ = [
+    "KILL_COLUMNS",
     "FaultRun",
+    "back_after_kill",
+    "check_schedule",
     "kill_and_heal",
     "read_logs",
     "recovery_summary",

@@ -6,11 +6,11 @@ since the last checkpoint and pays a restart: Daly's goodput at Young's
 interval (``cl.models.checkpointing``). Per-step fault tolerance loses, per
 failure, the time the survivors need to notice and form a smaller quorum
 (``recovery_s``, the in-flight step included) on the whole job, and the failed
-group's share of the job while it is replaced and heals (``rejoin_s`` on one
-group of ``n_groups``). To first order, valid while the waste is far below the
-MTBF::
+group's share of the job for the rest of the time until it has been replaced
+and has healed (``rejoin_s``, counted from the kill, on one group of
+``n_groups``). To first order, valid while the waste is far below the MTBF::
 
-    goodput = 1 - (recovery_s + rejoin_s / n_groups) / mtbf_s
+    goodput = 1 - (recovery_s + (rejoin_s - recovery_s) / n_groups) / mtbf_s
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from clusterlab.models.checkpointing import goodput, job_mtbf, young_daly_interv
 def per_step_waste_s(recovery_s: float, rejoin_s: float, n_groups: int) -> float:
     """Job-seconds lost per failure with per-step recovery.
 
+    ``recovery_s`` of the whole job, then the failed group's ``1 / n_groups``
+    share until it rejoins (nothing more when it rejoins before the survivors
+    commit again).
+
     Args:
         recovery_s: the kill to the survivors' next commit, s (>= 0).
         rejoin_s: the kill to the failed group's first commit again, s (>= 0).
@@ -33,7 +37,7 @@ def per_step_waste_s(recovery_s: float, rejoin_s: float, n_groups: int) -> float
     recovery_s = check_float("recovery_s", recovery_s, 0.0)
     rejoin_s = check_float("rejoin_s", rejoin_s, 0.0)
     n_groups = check_int("n_groups", n_groups, 2, 100_000)
-    return recovery_s + rejoin_s / n_groups
+    return recovery_s + max(0.0, rejoin_s - recovery_s) / n_groups
 
 
 def per_step_goodput(
