@@ -283,3 +283,33 @@ def test_a_commit_logged_just_after_the_kill_is_not_the_survivors_recovery():
     assert back_after_kill(log, "1", 1.03)["time"] == 2.10
     # with no smaller quorum in sight, the first commit after the kill is used
     assert back_after_kill(log.iloc[:4], "1", 1.03)["time"] == 1.035
+
+
+def test_a_kill_during_a_restart_cuts_it_short_and_the_replay_agrees():
+    run = restart_run([2.0, 3.0])  # the second lands in the first restart
+    assert 1 not in set(run.steps["attempt"])  # attempt 1 never took a step
+    got = race.restart_costs(run)
+    assert got["restart_s"] == pytest.approx([RESTART])  # only the whole one
+    assert len(got["fail_at_s"]) == 2
+    replay = sim.replay_checkpoint_restart(
+        got["fail_at_s"], steps=STEPS, step_s=STEP, every=EVERY,
+        checkpoint_s=CKPT, restart_s=RESTART,
+    )  # fmt: skip
+    assert got["goodput"] == pytest.approx(replay["goodput"], rel=1e-6)
+    spec = chart.race_chart(
+        run.steps, got, per_step_run([("1", 2.0)]).log,
+        race.per_step_costs(per_step_run([("1", 2.0)]), 3), 3,
+    ).to_dict()  # fmt: skip
+    assert spec["layer"]
+
+
+def test_a_measured_rate_with_a_group_away_replaces_the_share_it_leaves():
+    base = sim.replay_per_step([5.0], [1.0], [4.0], window_s=40.0, n_groups=3)
+    faster = sim.replay_per_step(
+        [5.0], [1.0], [4.0], window_s=40.0, n_groups=3, relative_rate={1: 0.8}
+    )
+    # 3 s with one group away: 1/3 lost by default, 0.2 at the measured rate
+    assert base["waste_s"] - faster["waste_s"] == pytest.approx(3 * (1 / 3 - 0.2))
+    with pytest.raises(ValueError, match=r"relative_rate\[1\]"):
+        sim.replay_per_step([5.0], [1.0], [4.0], window_s=40.0, n_groups=3,
+                            relative_rate={1: 3.0})  # fmt: skip

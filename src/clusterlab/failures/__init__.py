@@ -19,6 +19,6 @@ Its code is reached as ``cl.failures.<file>.<name>``; each file holds one role
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role (docs/architecture.md).
-ROLES = {"resume": "ranks"}
+ROLES = {"resume": "ranks", "lossy": "measure"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

@@ -136,10 +136,11 @@ def race_chart(restart_steps: pd.DataFrame, restart: dict, per_step_log: pd.Data
     # fall back to a checkpoint stays sharp); a chart stays well under 50 KB.
     attempts = ckpt["attempt"].to_numpy()
     parts = []
-    for k in sorted(set(attempts)):
+    stepped = sorted(set(attempts))
+    for k, k_next in zip(stepped, [*stepped[1:], None], strict=True):
         mine = _thin(a[attempts == k], 40)
         parts.append(mine)
-        nxt = a[attempts == k + 1]
+        nxt = a[attempts == k_next]
         if len(nxt) and k < len(restart["fail_at_s"]):
             # at the kill the work falls back to the checkpoint, and stays there
             # until the restarted job takes its first step

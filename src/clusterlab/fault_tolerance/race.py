@@ -161,8 +161,9 @@ def restart_costs(run: RestartRun) -> dict:
     Returns:
         ``step_s`` (the mean within an attempt, checkpoints left out: the wall
         time is a sum, so the mean), ``checkpoint_s`` (mean),
-        ``restart_s`` (per failure: the kill to the first step's start after
-        it), ``lost_steps`` (per failure), ``begin``, ``end`` (``time.time()``
+        ``restart_s`` (per whole restart: the kill to the first step's start
+        after it; a restart the next failure cut short is left out),
+        ``lost_steps`` (per failure), ``begin``, ``end`` (``time.time()``
         of the first step's start and the last step's end), ``window_s``,
         ``fail_at_s`` (the kills, seconds after ``begin``), ``drift`` and
         ``goodput`` (``n_steps * step_s / window_s``).
@@ -179,12 +180,21 @@ def restart_costs(run: RestartRun) -> dict:
     step_s = float(np.mean(plain))
     begin, end = float(s["time"].iloc[0]) - step_s, float(s["time"].iloc[-1])
     restart, lost = [], []
+    stepped = sorted(set(s["attempt"]))
     for attempt, kill_time in zip(run.kills["attempt"], run.kills["time"], strict=True):
         before = s[s["attempt"] == attempt]
         after = s[s["attempt"] == attempt + 1]
-        restart.append(float(after["time"].iloc[0]) - step_s - kill_time)
-        resumed = int(after["step"].iloc[0])
+        if len(after):  # a whole restart: the kill to the next attempt's first step
+            restart.append(float(after["time"].iloc[0]) - step_s - kill_time)
+        # (a kill during the restart cut it short: its length is not known)
+        later = [a for a in stepped if a > attempt]
+        resumed = int(s.loc[s["attempt"] == later[0], "step"].iloc[0])
         lost.append(int((before["step"] >= resumed).sum()))
+    if not restart:
+        raise RuntimeError(
+            "every restart of the checkpoint-restart run was cut short by the next "
+            "failure: give the schedule longer gaps than a restart"
+        )
     return {
         "step_s": step_s,
         "checkpoint_s": float(run.checkpoints["seconds"].mean()),
@@ -210,21 +220,32 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
         ``step_s`` (the mean at the full quorum), ``recovery_s`` and
         ``rejoin_s`` (per failure: the kill to the survivors' next commit, and
         to the first step the failed group trained again), ``begin``, ``end``,
-        ``window_s``, ``fail_at_s``, ``drift``, ``batch`` and ``goodput``.
+        ``window_s``, ``fail_at_s``, ``drift``, ``batch``, ``relative_rate``
+        (``{groups away: throughput over the full quorum's}``, measured where
+        the run held that quorum for five steps or more) and ``goodput``.
     """
     n_groups = check_int("n_groups", n_groups, 2, 8)
     log = run.log
+    batch = int(log.loc[log["samples"].map(len) > 0, "samples"].map(len).iloc[0])
     first = log.sort_values("time").groupby("step").first()
     full = first["participants"] == n_groups
     gaps = first["time"].diff()
     consecutive = full & full.shift(1, fill_value=False)
     durations = gaps[consecutive].dropna().to_numpy()
     step_s = float(np.mean(durations))
+    # each quorum size's own step time (fewer groups step faster on shared cores)
+    trained = first["step_samples"].map(len)
+    relative = {}
+    for groups in range(1, n_groups):
+        same = (trained == groups * batch) & (trained.shift(1) == groups * batch)
+        same &= gaps < 3 * step_s  # not across a stall
+        if same.sum() >= 5:
+            ratio = step_s / float(gaps[same].mean())
+            relative[n_groups - groups] = groups / n_groups * ratio
     begin = float(log[log["life"] == 0].groupby("replica_id")["time"].min().max())
     end = float(log["time"].max())
     inside = first[first["time"] > begin]
     samples = int(inside["step_samples"].map(len).sum())
-    batch = int(log.loc[log["samples"].map(len) > 0, "samples"].map(len).iloc[0])
     recovery, rejoin = [], []
     for k in run.kills.itertuples():
         back_at = back_after_kill(log, k.replica_id, k.time)
@@ -234,7 +255,14 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
             & (log["life"] == k.life + 1)
             & (log["samples"].map(len) > 0)
         ]
-        rejoin.append(float(back["time"].min()) - step_s - k.time)
+        if len(back):
+            rejoin.append(float(back["time"].min()) - step_s - k.time)
+        else:  # killed again before it trained: out until that kill
+            again = run.kills[
+                (run.kills["replica_id"] == k.replica_id)
+                & (run.kills["life"] == k.life + 1)
+            ]
+            rejoin.append(float(again["time"].iloc[0]) - k.time)
     ideal = n_groups * batch * (end - begin) / step_s
     return {
         "step_s": step_s,
@@ -246,6 +274,7 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
         "fail_at_s": [float(t) - begin for t in run.kills["time"]],
         "drift": _drift(durations),
         "batch": batch,
+        "relative_rate": relative,
         "goodput": samples / ideal,
     }
 
@@ -263,7 +292,8 @@ def predict_restart(costs: dict, run: RestartRun) -> dict:
         every=run.every, checkpoint_s=costs["checkpoint_s"], restart_s=r,
     )["goodput"]  # fmt: skip
     r = costs["restart_s"]
-    slack = (len(r) + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
+    failures = len(costs["fail_at_s"])
+    slack = (failures + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
     return {
         "goodput": replay(float(np.mean(r))),
         "low": replay(max(r)) - slack,
@@ -280,8 +310,9 @@ def predict_per_step(costs: dict, n_groups: int) -> dict:
     rec, rej = costs["recovery_s"], costs["rejoin_s"]
     n = len(rec)
     replay = lambda a, r: replay_per_step(  # noqa: E731
-        costs["fail_at_s"], a, r, window_s=costs["window_s"], n_groups=n_groups
-    )["goodput"]
+        costs["fail_at_s"], a, r, window_s=costs["window_s"], n_groups=n_groups,
+        relative_rate=costs.get("relative_rate"),
+    )["goodput"]  # fmt: skip
     slack = (n + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
     return {
         "goodput": replay(rec, rej),
@@ -367,13 +398,13 @@ def race_table(race: Race) -> pd.DataFrame:
 
     r, p = race.restart, race.per_step
     tau = race.restart_run.every * r["step_s"]
-    m_r = r["window_s"] / len(r["restart_s"])
+    m_r = r["window_s"] / len(r["fail_at_s"])
     m_p = p["window_s"] / len(p["recovery_s"])
     rec, rej = float(np.mean(p["recovery_s"])), float(np.mean(p["rejoin_s"]))
     rows = [
         {
             "job": "checkpoint-restart",
-            "failures": len(r["restart_s"]),
+            "failures": len(r["fail_at_s"]),
             "mtbf_s": m_r,
             "cost per failure": f"restart {np.mean(r['restart_s']):.2f} s, "
             f"{np.mean(r['lost_steps']):.1f} steps again",

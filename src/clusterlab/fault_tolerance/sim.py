@@ -109,7 +109,13 @@ def replay_checkpoint_restart(
 
 
 def replay_per_step(
-    fail_at_s, recovery_s, rejoin_s, *, window_s: float, n_groups: int
+    fail_at_s,
+    recovery_s,
+    rejoin_s,
+    *,
+    window_s: float,
+    n_groups: int,
+    relative_rate: dict | None = None,
 ) -> dict:
     """The goodput of a per-step run of ``window_s`` with these failures.
 
@@ -117,7 +123,10 @@ def replay_per_step(
     (until the survivors commit again) and takes one group of ``n_groups`` out
     for ``rejoin_s[i]`` (until it trains again). At any moment the job trains
     at ``1 - absent / n_groups`` of its full rate, or not at all while a stall
-    lasts. Failures far apart cost ``per_step_waste_s`` each
+    lasts; ``relative_rate[a]``, where given, replaces ``1 - a / n_groups`` with
+    the rate measured with ``a`` groups away (on shared cores fewer groups step
+    faster, which a cluster with a GPU per group does not see). Failures far
+    apart cost ``per_step_waste_s`` each
     (``cl.models.fault_tolerance``); a failure while another group is still
     away costs less than that, because the two losses overlap.
 
@@ -126,6 +135,7 @@ def replay_per_step(
             the window's start, the others from the failure).
         window_s: the run's length, seconds (> 0).
         n_groups: replica groups, in [2, 100000].
+        relative_rate: ``{groups away: rate / full rate}``, each in [0, 2].
 
     Returns:
         ``waste_s`` (job-seconds lost), ``failures`` and ``goodput``.
@@ -150,7 +160,12 @@ def replay_per_step(
     mid = (edges[:-1] + edges[1:]) / 2
     stalled = ((mid[:, None] > at) & (mid[:, None] < at + rec)).any(axis=1)
     absent = ((mid[:, None] > at) & (mid[:, None] < at + rej)).sum(axis=1)
-    lost = np.where(stalled, 1.0, np.minimum(absent, n_groups) / n_groups)
+    away = np.minimum(absent, n_groups)
+    rate = 1.0 - away / n_groups
+    for a, r in (relative_rate or {}).items():
+        check_float(f"relative_rate[{a}]", r, 0.0, 2.0)
+        rate = np.where(away == int(a), r, rate)
+    lost = np.where(stalled, 1.0, 1.0 - rate)
     waste = float((lost * np.diff(edges)).sum())
     return {
         "waste_s": waste,
