@@ -72,9 +72,38 @@ def _hide_what_output_widgets_capture(get_kernel_message):
     return read
 
 
+def _start_again_if_it_died(start_new_kernel):
+    """Wrap nbval's kernel start: a kernel that dies before its first reply gets
+    one more start.
+
+    Seen once in the test command: Lab 02's kernel died before replying to
+    ``kernel_info``, while Lab 18 opened and closed dozens of listeners on the
+    other worker; the kernel's own error was not kept. One known way to get it:
+    jupyter_client chooses a kernel's ports by binding and releasing them, and a
+    process started at that moment can take one first. A lab whose kernel dies
+    twice still fails.
+    """
+
+    def start(*args, **kwargs):
+        try:
+            return start_new_kernel(*args, **kwargs)
+        except RuntimeError as exc:
+            if "died" not in str(exc):
+                raise
+            print(f"the lab's kernel died at start ({exc}); starting it again")
+            return start_new_kernel(*args, **kwargs)
+
+    return start
+
+
 if IPyNbFile is not None:
+    import nbval.kernel
+
     IPyNbFile.get_kernel_message = _hide_what_output_widgets_capture(
         IPyNbFile.get_kernel_message
+    )
+    nbval.kernel.start_new_kernel = _start_again_if_it_died(
+        nbval.kernel.start_new_kernel
     )
 
 

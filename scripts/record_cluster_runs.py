@@ -1,8 +1,9 @@
-"""Record the book's runs across emulated nodes into data/cluster_runs.csv.
+"""Record the book's runs across emulated nodes into data/cluster_runs.csv
+(all-reduces) and data/heartbeat_runs.csv (a detector across a lossy link).
 
 Run as root on a Linux machine with nftables and pyroute2::
 
-    python scripts/record_cluster_runs.py
+    python scripts/record_cluster_runs.py [--heartbeats-only]
 
 The network labs show these rows where a reader's machine cannot emulate nodes
 (Colab, macOS, no root). Each row carries its provenance: the machine, the
@@ -21,9 +22,11 @@ import pandas as pd
 
 from clusterlab.cluster import experiments, recorded
 from clusterlab.cluster.support import why_not
+from clusterlab.failures import lossy
 
-OUT = Path(__file__).resolve().parents[1] / "data" / f"{recorded.TABLE}.csv"
-COMMAND = "python scripts/record_cluster_runs.py"
+DATA = Path(__file__).resolve().parents[1] / "data"
+OUT = DATA / f"{recorded.TABLE}.csv"
+COMMAND = " ".join(["python scripts/record_cluster_runs.py", *sys.argv[1:]])
 
 
 def main() -> int:
@@ -33,12 +36,7 @@ def main() -> int:
         return 2
     today = datetime.date.today().isoformat()
     machine = f"{platform.machine()} Linux {platform.release()}, {os.cpu_count()} cores"
-    tables = []
-    for name, kwargs in experiments.RECORDED.items():
-        df = recorded.measure(name, **kwargs)
-        tables.append(df)
-    out = pd.concat(tables, ignore_index=True)
-    out = out.assign(
+    provenance = dict(
         machine=machine,
         date=today,
         command=COMMAND,
@@ -46,8 +44,22 @@ def main() -> int:
         source_key="recorded",
         source_date=today[:7],
     )
-    out.to_csv(OUT, index=False, float_format="%.6g")
-    print(f"wrote {len(out)} rows to {OUT.name}")
+    if "--heartbeats-only" not in sys.argv:
+        tables = []
+        for name, kwargs in experiments.RECORDED.items():
+            df = recorded.measure(name, **kwargs)
+            tables.append(df)
+        out = pd.concat(tables, ignore_index=True).assign(**provenance)
+        out.to_csv(OUT, index=False, float_format="%.6g")
+        print(f"wrote {len(out)} rows to {OUT.name}")
+    run = lossy.heartbeats_over_loss(**lossy.EXPERIMENT)
+    beats = lossy.false_alarms(run, lossy.TIMEOUTS_MS).assign(**provenance)
+    beats["source"] = (
+        "recorded run: emulated nodes (network namespaces, nftables random loss)"
+    )
+    path = DATA / f"{lossy.TABLE}.csv"
+    beats.to_csv(path, index=False, float_format="%.6g")
+    print(f"wrote {len(beats)} rows to {path.name}")
     return 0
 
 

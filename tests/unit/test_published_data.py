@@ -59,6 +59,14 @@ TABLES = {
     "cluster_runs": ["experiment", "nodes", "rate_mbit", "size_mib", "seconds"],
     "serving_models": ["model", "n_layers", "n_heads", "params_total"],
     "interruption_causes_published": ["run", "component", "category", "interruptions"],
+    "heartbeat_runs": [
+        "timeout_ms",
+        "interval_ms",
+        "loss_percent",
+        "sent",
+        "delivered",
+        "false_alarms",
+    ],  # fmt: skip
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
@@ -78,6 +86,9 @@ UNIT_SUFFIXES += ("_mbit", "_mib", "_GBps")
 UNIT_NAMES |= {"seconds"}
 COUNTS |= {"nodes", "ranks_per_node", "rep"}
 COUNTS |= {"n_kv_heads", "head_dim", "kv_latent_dim"}  # serving_models
+# The recorded heartbeats across a lossy link: milliseconds, percent, counts.
+UNIT_SUFFIXES += ("_ms", "_percent")
+COUNTS |= {"sent", "delivered", "false_alarms"}
 #: Counts that may be zero (a model with no shared expert; the first repetition).
 ZERO_ALLOWED = {"n_shared_experts", "rep"}
 

@@ -1,4 +1,5 @@
-"""Exercise check for failure detection: a heartbeat detector's detection time."""
+"""Checks for failure detection: the exercise (a heartbeat detector's detection
+time), and false suspicions measured across a lossy link held to the closed form."""
 
 from __future__ import annotations
 
@@ -53,4 +54,40 @@ def mean_detection_time(fn) -> bool:
     )
 
 
-__all__ = ["mean_detection_time"]
+def false_alarms_match(table) -> bool:
+    """Each timeout's false suspicions lie in the closed form's Poisson range.
+
+    Args:
+        table: ``cl.failures.lossy.model_table`` rows (``timeout_ms``,
+            ``false_alarms``, ``expected``, ``low``, ``high``).
+
+    Raises:
+        AssertionError: a count the closed form (independent losses at the
+            measured rate, the measured jitter) does not allow.
+    """
+    from clusterlab.core.chart_checks import check_columns
+
+    check_columns(table, ["timeout_ms", "false_alarms", "expected", "low", "high"])
+    if len(table) == 0:
+        raise ValueError("table has no rows: allowed one per timeout")
+    off = table[
+        (table["false_alarms"] < table["low"]) | (table["false_alarms"] > table["high"])
+    ]
+    if len(off):
+        r = off.iloc[0]
+        raise AssertionError(
+            f"at a {r['timeout_ms']:g} ms timeout the detector suspected the live "
+            f"sender {int(r['false_alarms'])} times; independent losses at the "
+            f"measured rate allow {int(r['low'])} to {int(r['high'])} (expected "
+            f"{r['expected']:.1f}): the losses are not independent, or the model "
+            "counts the wrong gaps"
+        )
+    shown = ", ".join(
+        f"{t:g} ms: {int(n)} (expected {e:.1f})"
+        for t, n, e in zip(table["timeout_ms"], table["false_alarms"],
+                           table["expected"], strict=True)
+    )  # fmt: skip
+    return passed("false_alarms_match", shown)
+
+
+__all__ = ["false_alarms_match", "mean_detection_time"]
