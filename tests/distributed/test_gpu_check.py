@@ -92,9 +92,9 @@ def test_the_memory_verdict_fails_a_wrong_model():
 
 
 def test_a_lab_is_run_by_its_prefix_and_a_bad_timeout_is_refused(tmp_path):
-    done, rows, _ = _run(tmp_path, "--labs", "01")
+    done, rows, _ = _run(tmp_path, "--labs", "14")  # one of the quickest labs
     labs = [name for name in rows if name.startswith("lab ")]
-    assert len(labs) == 1 and labs[0].startswith("lab 01_"), labs
+    assert len(labs) == 1 and labs[0].startswith("lab 14_"), labs
     assert rows[labs[0]]["status"] == "pass", rows[labs[0]]
     assert "backend for 2 ranks: gloo" in rows[labs[0]]["note"] or GPU
     bad = subprocess.run(

@@ -40,6 +40,28 @@ from clusterlab.core.validate import check_float, check_int
 HEARTBEAT_MS, ELECTION_MS = 50, 500
 
 
+def member_argv(
+    exe: str, index: int, data_dir: str, client: str, peer: str, initial: str
+) -> list[str]:
+    """The command line of member ``m{index}`` of a new etcd cluster.
+
+    Args:
+        exe: the ``etcd`` executable.
+        index: the member's number (its name is ``m{index}``).
+        data_dir: the folder under which it keeps ``m{index}``.
+        client, peer: the URLs it listens on for clients and for its peers.
+        initial: every member's ``name=peer URL``, comma-separated.
+    """
+    return [
+        exe, f"--name=m{index}", f"--data-dir={data_dir}/m{index}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster={initial}", "--initial-cluster-state=new",
+        f"--heartbeat-interval={HEARTBEAT_MS}", f"--election-timeout={ELECTION_MS}",
+        "--log-level=error",
+    ]  # fmt: skip
+
+
 class EtcdCluster:
     """``n_members`` etcd members on 127.0.0.1 with the v2 API, for the block.
 
@@ -78,17 +100,8 @@ class EtcdCluster:
                 zip(self.client_ports, peers, strict=True)
             ):
                 client = f"http://127.0.0.1:{cport}"
-                cmd = [
-                    exe, f"--name=m{i}", f"--data-dir={self._dir.name}/m{i}",
-                    f"--listen-client-urls={client}",
-                    f"--advertise-client-urls={client}",
-                    f"--listen-peer-urls={peer}",
-                    f"--initial-advertise-peer-urls={peer}",
-                    f"--initial-cluster={initial}", "--initial-cluster-state=new",
-                    f"--heartbeat-interval={HEARTBEAT_MS}",
-                    f"--election-timeout={ELECTION_MS}",
-                    "--enable-v2", "--log-level=error",
-                ]  # fmt: skip
+                cmd = member_argv(exe, i, self._dir.name, client, peer, initial)
+                cmd.append("--enable-v2")  # /v2/stats/self names the leader
                 self.procs.append(
                     subprocess.Popen(
                         cmd,
@@ -230,4 +243,10 @@ def meet_losing_a_member(
     return table, state, kill
 
 
-__all__ = ["ELECTION_MS", "HEARTBEAT_MS", "EtcdCluster", "meet_losing_a_member"]
+__all__ = [
+    "ELECTION_MS",
+    "HEARTBEAT_MS",
+    "EtcdCluster",
+    "meet_losing_a_member",
+    "member_argv",
+]

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from clusterlab.control_plane.etcd import etcd_missing
-from clusterlab.control_plane.etcd_cluster import ELECTION_MS, HEARTBEAT_MS
+from clusterlab.control_plane.etcd_cluster import member_argv
 from clusterlab.core.torchrun import kill_session
 from clusterlab.core.validate import check_float
 
@@ -179,16 +179,7 @@ class EtcdOnNodes:
         try:
             for i, peer in enumerate(peers):
                 client = self.endpoint(i)
-                argv = [
-                    exe, f"--name=m{i}", f"--data-dir={self._dir.name}/m{i}",
-                    f"--listen-client-urls={client}",
-                    f"--advertise-client-urls={client}",
-                    f"--listen-peer-urls={peer}",
-                    f"--initial-advertise-peer-urls={peer}",
-                    f"--initial-cluster={initial}", "--initial-cluster-state=new",
-                    f"--heartbeat-interval={HEARTBEAT_MS}",
-                    f"--election-timeout={ELECTION_MS}", "--log-level=error",
-                ]  # fmt: skip
+                argv = member_argv(exe, i, self._dir.name, client, peer, initial)
                 self.procs.append(
                     self.cluster.popen(
                         i, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
