@@ -98,7 +98,8 @@ def heartbeats_over_loss(
 
     Returns:
         ``arrivals`` (``seq, due, received``: seconds on the shared monotonic
-        clock), ``sent``, ``interval_s``, ``loss_percent`` and ``seconds``.
+        clock), ``sent``, ``interval_s``, ``loss_percent``, ``seconds`` and
+        ``cluster_id`` (the emulated cluster's, removed by then).
     """
     from clusterlab.cluster.emulated import EmulatedCluster
     from clusterlab.cluster.topology import Topology
@@ -131,6 +132,7 @@ def heartbeats_over_loss(
                 if p is not None and p.poll() is None:
                     p.kill()
                     p.wait()
+        cluster_id = c.id
     if listen.returncode != 0 or not Path(out).exists():
         raise RuntimeError(f"the listener on node 0 failed (code {listen.returncode})")
     rows = json.loads(Path(out).read_text())
@@ -140,6 +142,7 @@ def heartbeats_over_loss(
         "interval_s": interval_s,
         "loss_percent": loss_percent,
         "seconds": seconds,
+        "cluster_id": cluster_id,
     }
 
 
