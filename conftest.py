@@ -10,6 +10,9 @@ worker, because the build takes the labs' outputs from that worker's nbval run
 
 from __future__ import annotations
 
+import random
+import socket
+
 import pytest
 
 #: The unit of work of the labs and of every test that uses the built book.
@@ -43,3 +46,48 @@ def pytest_xdist_make_scheduler(config, log):
             return scope_of(nodeid)
 
     return FilesAndTheBook(config, log)
+
+
+def _ports_below_the_ephemeral_range():
+    """Kernels started by the tests get ports below the system's ephemeral range.
+
+    jupyter_client picks a kernel's five ports by binding port 0 and letting go,
+    and the kernel binds them a second or two later, once Python has started.
+    Port 0 hands out ports of the ephemeral range, the same range every outgoing
+    connection takes its local port from, and the test run opens many (gloo
+    meshes, torchft's quorums, torchrun's restarts). Twice in one day a kernel
+    died with ``ZMQError: Address already in use`` because a connection had
+    taken its port in that window. Ports just below the range are never handed
+    out implicitly; each is still checked free and kept once per run.
+    """
+    from jupyter_client.connect import LocalPortCache
+
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top, bottom = max(low, 2048), max(1024, low - 12000)
+
+    def find_available_port(self, ip: str) -> int:
+        for _ in range(200):
+            port = random.randrange(bottom, top)
+            if port in self.currently_used_ports:
+                continue
+            with socket.socket() as probe:
+                try:
+                    probe.bind((ip, port))
+                except OSError:
+                    continue
+            self.currently_used_ports.add(port)
+            return port
+        return original(self, ip)  # a crowded range: the library's own choice
+
+    original = LocalPortCache.find_available_port
+    LocalPortCache.find_available_port = find_available_port
+
+
+try:
+    _ports_below_the_ephemeral_range()
+except ImportError:  # jupyter_client is in requirements.txt; without it no kernels
+    pass

@@ -76,11 +76,11 @@ def _start_again_if_it_died(start_new_kernel):
     """Wrap nbval's kernel start: a kernel that dies before its first reply gets
     one more start.
 
-    Seen once in the test command: Lab 02's kernel died before replying to
-    ``kernel_info``, while Lab 18 opened and closed dozens of listeners on the
-    other worker; the kernel's own error was not kept. One known way to get it:
-    jupyter_client chooses a kernel's ports by binding and releasing them, and a
-    process started at that moment can take one first. A lab whose kernel dies
+    Seen in the test command: Lab 02's kernel died before replying to
+    ``kernel_info``, and another kernel of the same day with ``ZMQError: Address
+    already in use``: a connection had taken a port between jupyter_client's
+    choice and the kernel's bind. The root ``conftest.py`` now chooses ports that
+    connections never take; this is the second line. A lab whose kernel dies
     twice still fails.
     """
 

@@ -47,3 +47,16 @@ def test_a_kernel_that_dies_twice_fails_and_other_errors_are_not_retried():
     with pytest.raises(RuntimeError, match="no such kernel"):
         wrapper()(start)()
     assert len(calls) == 1
+
+
+@pytest.mark.skipif(
+    not Path("/proc/sys/net/ipv4/ip_local_port_range").exists(),
+    reason="reads Linux's ephemeral port range",
+)
+def test_kernels_get_ports_below_the_ephemeral_range():
+    from jupyter_client.connect import LocalPortCache
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    cache = LocalPortCache()
+    ports = {cache.find_available_port("127.0.0.1") for _ in range(20)}
+    assert len(ports) == 20 and max(ports) < low, sorted(ports)
