@@ -96,6 +96,16 @@ def recorded(experiment: str) -> pd.DataFrame:
     return hit.reset_index(drop=True)
 
 
+def recorded_note(reason: str, table: pd.DataFrame) -> str:
+    """Why a recorded run is shown, and where it was recorded (its first row's
+    ``machine``, ``date`` and ``command``)."""
+    first = table.iloc[0]
+    return (
+        f"{reason} Shown instead: the book's run recorded on {first['machine']} on "
+        f"{first['date']} with `{first['command']}`."
+    )
+
+
 def measure_or_recorded(experiment: str, **kwargs) -> tuple[pd.DataFrame, str]:
     """``measure`` where nodes can be emulated here, else the recorded run.
 
@@ -107,11 +117,7 @@ def measure_or_recorded(experiment: str, **kwargs) -> tuple[pd.DataFrame, str]:
         df = measure(experiment, **kwargs)
         return df, "Measured now, across emulated nodes on this machine."
     df = recorded(experiment)
-    first = df.iloc[0]
-    return df, (
-        f"{reason} Shown instead: the book's run recorded on {first['machine']} on "
-        f"{first['date']} with `{first['command']}`."
-    )
+    return df, recorded_note(reason, df)
 
 
 def measure_and_check(experiment: str, check, *, tries: int = 3, **kwargs):

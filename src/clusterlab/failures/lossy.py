@@ -226,12 +226,10 @@ def measure_or_recorded(timeouts_ms=TIMEOUTS_MS, **kwargs) -> tuple[pd.DataFrame
         run = heartbeats_over_loss(**{**EXPERIMENT, **kwargs})
         counts = false_alarms(run, timeouts_ms)
         return counts, "Measured now, across two emulated nodes on this machine."
+    from clusterlab.cluster.recorded import recorded_note
+
     df = recorded()
-    first = df.iloc[0]
-    return df[COLUMNS], (
-        f"{reason} Shown instead: the book's run recorded on {first['machine']} on "
-        f"{first['date']} with `{first['command']}`."
-    )
+    return df[COLUMNS], recorded_note(reason, df)
 
 
 def main(argv=None) -> int:
