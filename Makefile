@@ -26,9 +26,10 @@ book: $(VENV)/.installed
 	@echo "The book is built. Open this file in a browser:"
 	@echo "    $(CURDIR)/_build/html/index.html"
 
-# One pytest-xdist worker per core; the labs, the book build and the site tests
-# stay together in one worker, in that order (conftest.py). Then the tests that
-# time this machine (marked timing) run alone, with no other test beside them.
+# One pytest-xdist worker per core; the labs and the book build stay together
+# in one worker, in that order, and the site tests go out last, in parts that
+# read the published book (conftest.py). Then the tests that time this machine
+# (marked timing) run alone, with no other test beside them.
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -n logical --dist loadfile -m "not timing"
 	$(BIN)/python -m pytest -m timing

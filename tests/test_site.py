@@ -72,9 +72,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def server(built_site):
+def server(site_of_the_run):
     """Serve the built site on 127.0.0.1 at a free port."""
-    handler = functools.partial(_QuietHandler, directory=str(built_site))
+    handler = functools.partial(_QuietHandler, directory=str(site_of_the_run))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -160,12 +160,13 @@ class Visit:
 
 
 @pytest.fixture(scope="module")
-def axe_tally(request, built_site):
+def axe_tally(request, site_of_the_run):
     """Violations counted over the pages visited; written out and printed at the end."""
     tally = collections.Counter()
     yield tally
     counts = {f"{impact} {rule}": n for (impact, rule), n in sorted(tally.items())}
-    (built_site.parent / "axe.json").write_text(json.dumps(counts, indent=1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "all")  # a part's own tally
+    (site_of_the_run.parent / f"axe-{worker}.json").write_text(json.dumps(counts))
     lesser = sum(n for (impact, _), n in tally.items() if impact not in AXE.FAILING)
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
@@ -176,11 +177,11 @@ def axe_tally(request, built_site):
 
 
 @pytest.fixture
-def visit(browser, server, built_site):
+def visit(browser, server, site_of_the_run):
     opened = []
 
     def make(base=server):
-        v = Visit(browser, base, built_site.parent / "screenshots")
+        v = Visit(browser, base, site_of_the_run.parent / "screenshots")
         opened.append(v)
         return v
 
@@ -298,9 +299,9 @@ def test_lab01_typesets_math_shows_its_static_twin_and_its_controls_redraw(
 
 
 @needs_lab01
-def test_charts_draw_from_disk_too(visit, built_site):
+def test_charts_draw_from_disk_too(visit, site_of_the_run):
     """Opened as file://, where browsers refuse module imports between files."""
-    base = built_site.as_uri() + "/"
+    base = site_of_the_run.as_uri() + "/"
     v = visit(base=base)
     v.open(base + "labs/01_message_passing.html")
     assert v.charts_drawn() >= 5

@@ -26,6 +26,19 @@ def test_three_members_survive_the_leaders_death_during_rendezvous():
         new_leader_s = check_rendezvous_survives(table, state, kill)
     assert 0 < new_leader_s < 10
     assert sorted(table["rank"]) == [0, 1]
+    # the second agent started only once its member took writes again
+    assert new_leader_s <= kill["writable_s"] < 30
+
+
+def test_a_member_is_writable_while_a_majority_lives_and_not_after():
+    with EtcdCluster(3) as cluster:
+        assert 0 <= cluster.wait_until_writable(0, timeout_s=10) < 10
+        cluster.kill(1)
+        cluster.kill(2)  # one of three: no majority, no write commits
+        with pytest.raises(RuntimeError, match="member 0 took no write within 3"):
+            cluster.wait_until_writable(0, timeout_s=3)
+        with pytest.raises(ValueError, match="member"):
+            cluster.wait_until_writable(5, timeout_s=1)
 
 
 def test_one_member_is_a_single_point_and_the_check_says_so():

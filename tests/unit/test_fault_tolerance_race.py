@@ -22,20 +22,29 @@ from clusterlab.models.fault_tolerance import per_step_waste_s
 STEP, EVERY, CKPT, RESTART, STEPS = 0.03, 10, 0.004, 2.0, 200
 
 
-def restart_run(fail_at, restart_s=RESTART, jitter=0.0, seed=0) -> race.RestartRun:
-    """A checkpoint-restart run's logs from a known timeline (the replay's rules)."""
+def restart_run(
+    fail_at, restart_s=RESTART, jitter=0.0, seed=0, slow=None
+) -> race.RestartRun:
+    """A checkpoint-restart run's logs from a known timeline (the replay's rules).
+
+    ``slow``: None, or ``(from_s, to_s, factor)``: steps that start in that
+    stretch take ``factor`` times as long (another program took the cores).
+    """
     rng = np.random.default_rng(seed)
     rows, ckpts, kills = [], [], []
     t0 = 1000.0
     t, done, saved, attempt, k = 0.0, 0, 0, 0, 0
     while done < STEPS:
         step = STEP * (1 + jitter * rng.standard_normal())
+        if slow is not None and slow[0] <= t < slow[1]:
+            step *= slow[2]
         end = t + step
         if k < len(fail_at) and fail_at[k] < end + (
             CKPT if (done + 1) % EVERY == 0 else 0
         ):
             kills.append((attempt, 1, t0 + fail_at[k]))
-            t, done, attempt, k = fail_at[k] + restart_s, saved, attempt + 1, k + 1
+            r = restart_s[k] if isinstance(restart_s, list) else restart_s
+            t, done, attempt, k = fail_at[k] + r, saved, attempt + 1, k + 1
             continue
         rows.append((attempt, done, t0 + end))
         t, done = end, done + 1
@@ -192,6 +201,49 @@ def test_the_restart_run_reader_finds_the_timeline_that_made_the_log():
     assert sum(got["lost_steps"]) == replay["lost_steps"]
 
 
+def test_the_replay_follows_the_run_s_own_step_times_when_the_machine_slows():
+    # the steps before the first failure run at half speed: the failure finds
+    # the job fewer steps past its checkpoint than a steady step time says
+    run = restart_run([2.0, 4.9], slow=(0.0, 2.0, 2.0))
+    got = race.restart_costs(run)
+    assert len(got["step_times_s"]) == len(run.steps)
+    follows = sim.replay_checkpoint_restart(
+        got["fail_at_s"], steps=STEPS, step_s=got["step_s"], every=EVERY,
+        checkpoint_s=CKPT, restart_s=float(np.mean(got["restart_s"])),
+        step_times_s=got["step_times_s"],
+    )  # fmt: skip
+    assert follows["goodput"] == pytest.approx(got["goodput"], rel=1e-6)
+    assert follows["lost_steps"] == sum(got["lost_steps"])
+    steady = sim.replay_checkpoint_restart(
+        got["fail_at_s"], steps=STEPS, step_s=got["step_s"], every=EVERY,
+        checkpoint_s=CKPT, restart_s=float(np.mean(got["restart_s"])),
+    )  # fmt: skip
+    assert steady["lost_steps"] != follows["lost_steps"]
+    with pytest.raises(ValueError, match=r"step_times_s\[1\]"):
+        sim.replay_checkpoint_restart(
+            [1.0], steps=10, step_s=0.1, every=5, checkpoint_s=0.0,
+            restart_s=0.5, step_times_s=[0.1, -0.1],
+        )  # fmt: skip
+
+
+def test_the_replay_takes_each_failure_s_own_restart():
+    # the first restart is 0.6 s longer than the second: with the mean for both,
+    # the second failure finds the job 20 steps off where the run was
+    fast = restart_run([2.0, 6.0])
+    slow_first = restart_run([2.0, 6.0], restart_s=[RESTART + 0.6, RESTART])
+    got = race.restart_costs(slow_first)
+    assert got["restart_at_failure_s"] == pytest.approx([RESTART + 0.6, RESTART])
+    replay = race.predict_restart(got, slow_first)
+    assert replay["goodput"] == pytest.approx(got["goodput"], rel=1e-6)
+    assert check.goodput_matches_replay(got["goodput"], replay, "checkpoint-restart")
+    assert race.restart_costs(fast)["goodput"] > got["goodput"]
+    with pytest.raises(ValueError, match="1 restarts for 2 failures"):
+        sim.replay_checkpoint_restart(
+            [1.0, 2.0], steps=10, step_s=0.1, every=5, checkpoint_s=0.0,
+            restart_s=[0.5],
+        )  # fmt: skip
+
+
 def test_an_unfinished_restart_run_is_reported_not_measured():
     run = restart_run([2.0])
     run.exit_code = 1
@@ -205,12 +257,17 @@ def test_the_restart_check_passes_its_replay_and_fails_a_replay_without_restarts
     assert check.goodput_matches_replay(
         got["goodput"], race.predict_restart(got, run), "checkpoint-restart"
     )
-    forgot = dict(got, restart_s=[0.0, 0.0])  # a model with free restarts
+    # a model with free restarts
+    forgot = dict(got, restart_s=[0.0, 0.0], restart_at_failure_s=[0.0, 0.0])
     with pytest.raises(AssertionError, match="kept less work than the model allows"):
         check.goodput_matches_replay(
             got["goodput"], race.predict_restart(forgot, run), "checkpoint-restart"
         )
-    doubled = dict(got, restart_s=[2 * r for r in got["restart_s"]])
+    doubled = dict(
+        got,
+        restart_s=[2 * r for r in got["restart_s"]],
+        restart_at_failure_s=[2 * r for r in got["restart_at_failure_s"]],
+    )
     with pytest.raises(AssertionError, match="kept more work"):
         check.goodput_matches_replay(
             got["goodput"], race.predict_restart(doubled, run), "checkpoint-restart"

@@ -234,7 +234,22 @@ def meet_through_etcd(
         state = {"error": f"{type(err).__name__}: {err}"}
     for h in handlers:
         h.shutdown()
+        _stop_lease_renewals(h)
     return pd.DataFrame(rows), state
+
+
+def _stop_lease_renewals(handler) -> None:
+    """Stop the threads that keep a handler's keys alive in etcd.
+
+    torch stops them only when the handler is garbage-collected; one left
+    running after the cluster is gone fails on its next refresh, and its
+    traceback would land in whatever a notebook runs next.
+    """
+    impl = getattr(handler, "_rdzv_impl", None)
+    for name in ("_lease_run_id_stop", "_lease_this_rank_stop"):
+        stop = getattr(impl, name, None)
+        if stop is not None:
+            stop.set()
 
 
 __all__ = ["EtcdServer", "etcd_missing", "meet_through_etcd"]

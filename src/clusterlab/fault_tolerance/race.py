@@ -160,9 +160,13 @@ def restart_costs(run: RestartRun) -> dict:
 
     Returns:
         ``step_s`` (the mean within an attempt, checkpoints left out: the wall
-        time is a sum, so the mean), ``checkpoint_s`` (mean),
+        time is a sum, so the mean), ``step_times_s`` (each completed step's
+        seconds in the order the run did them, its checkpoint taken out),
+        ``checkpoint_s`` (mean),
         ``restart_s`` (per whole restart: the kill to the first step's start
         after it; a restart the next failure cut short is left out),
+        ``restart_at_failure_s`` (the same, one per failure in order, NaN for
+        a restart cut short),
         ``lost_steps`` (per failure), ``begin``, ``end`` (``time.time()``
         of the first step's start and the last step's end), ``window_s``,
         ``fail_at_s`` (the kills, seconds after ``begin``), ``drift`` and
@@ -178,15 +182,25 @@ def restart_costs(run: RestartRun) -> dict:
     # a step whose predecessor wrote a checkpoint took that checkpoint too
     plain = gaps[(s["step"] % run.every != 0) & gaps.notna()].to_numpy()
     step_s = float(np.mean(plain))
+    # each completed step's own time, in the order the run completed them: a
+    # checkpoint's seconds taken out of the step after it; an attempt's first
+    # step is timed by step_s, the rest of it being the restart
+    written = {(int(a), int(k)): float(sec) for a, k, sec in run.checkpoints.to_numpy()}
+    own = [
+        step_s if np.isnan(gap) else gap - written.get((int(a), int(k)), 0.0)
+        for a, k, gap in zip(s["attempt"], s["step"], gaps, strict=True)
+    ]
     begin, end = float(s["time"].iloc[0]) - step_s, float(s["time"].iloc[-1])
-    restart, lost = [], []
+    restart, lost, at_failure = [], [], []
     stepped = sorted(set(s["attempt"]))
     for attempt, kill_time in zip(run.kills["attempt"], run.kills["time"], strict=True):
         before = s[s["attempt"] == attempt]
         after = s[s["attempt"] == attempt + 1]
         if len(after):  # a whole restart: the kill to the next attempt's first step
             restart.append(float(after["time"].iloc[0]) - step_s - kill_time)
-        # (a kill during the restart cut it short: its length is not known)
+            at_failure.append(restart[-1])
+        else:  # a kill during the restart cut it short: its length is not known
+            at_failure.append(float("nan"))
         later = [a for a in stepped if a > attempt]
         resumed = int(s.loc[s["attempt"] == later[0], "step"].iloc[0])
         lost.append(int((before["step"] >= resumed).sum()))
@@ -197,8 +211,10 @@ def restart_costs(run: RestartRun) -> dict:
         )
     return {
         "step_s": step_s,
+        "step_times_s": own,
         "checkpoint_s": float(run.checkpoints["seconds"].mean()),
         "restart_s": restart,
+        "restart_at_failure_s": at_failure,
         "lost_steps": lost,
         "begin": begin,
         "end": end,
@@ -282,23 +298,34 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
 def predict_restart(costs: dict, run: RestartRun) -> dict:
     """The replay's goodput for the measured schedule, with its noise band.
 
-    The replay takes the schedule as measured, the step time, the mean
-    checkpoint and the mean restart. The band replays the shortest and the
-    longest restart seen, widened by one step per failure and by the step
-    time's drift.
+    The replay takes the schedule as measured, the steps' own times in the
+    order the run did them, the mean checkpoint, and each failure's own
+    restart; a restart the next failure cut short lasted until that failure.
+    Together they set where each failure finds the job: a restart half a
+    second longer than the mean moves the next failure some 15 steps at 30 ms
+    a step, a good part of a checkpoint interval, so a replay at the mean
+    restart can lose a different number of steps than the run did. The band
+    is one step per failure (where a failure lands within a step) and the
+    step time's drift between the run's halves.
     """
-    replay = lambda r: replay_checkpoint_restart(  # noqa: E731
-        costs["fail_at_s"], steps=run.n_steps, step_s=costs["step_s"],
-        every=run.every, checkpoint_s=costs["checkpoint_s"], restart_s=r,
+    fails = costs["fail_at_s"]
+    own = costs.get("restart_at_failure_s") or [
+        float(np.mean(costs["restart_s"]))
+    ] * len(fails)
+    restarts = [
+        (fails[k + 1] - fails[k]) if np.isnan(r) and k + 1 < len(fails) else r
+        for k, r in enumerate(own)
+    ]
+    restarts = [
+        float(np.mean(costs["restart_s"])) if np.isnan(r) else r for r in restarts
+    ]
+    goodput = replay_checkpoint_restart(
+        fails, steps=run.n_steps, step_s=costs["step_s"], every=run.every,
+        checkpoint_s=costs["checkpoint_s"], restart_s=restarts,
+        step_times_s=costs.get("step_times_s"),
     )["goodput"]  # fmt: skip
-    r = costs["restart_s"]
-    failures = len(costs["fail_at_s"])
-    slack = (failures + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
-    return {
-        "goodput": replay(float(np.mean(r))),
-        "low": replay(max(r)) - slack,
-        "high": replay(min(r)) + slack,
-    }
+    slack = (len(fails) + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
+    return {"goodput": goodput, "low": goodput - slack, "high": goodput + slack}
 
 
 def predict_per_step(costs: dict, n_groups: int) -> dict:

@@ -53,6 +53,22 @@ def failure_schedule(
     return [float(t) for t in np.cumsum(gaps)]
 
 
+def _step_times(name: str, values) -> list[float]:
+    """``values`` as a list of seconds, each finite and >= 0 (None: [])."""
+    if values is None:
+        return []
+    try:
+        times = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={values!r} must be a list of seconds") from None
+    for i, v in enumerate(times):
+        if not np.isfinite(v) or v < 0:
+            raise ValueError(
+                f"{name}[{i}]={v!r} must be a finite number of seconds >= 0"
+            )
+    return times
+
+
 def replay_checkpoint_restart(
     fail_at_s,
     *,
@@ -61,6 +77,7 @@ def replay_checkpoint_restart(
     every: int,
     checkpoint_s: float,
     restart_s: float,
+    step_times_s=None,
 ) -> dict:
     """One checkpoint-restart job through a failure schedule, step by step.
 
@@ -72,8 +89,16 @@ def replay_checkpoint_restart(
     Args:
         fail_at_s: failure moments, seconds after the first step began.
         steps: steps of work, in [1, 10**7].
-        step_s, checkpoint_s, restart_s: seconds, (> 0, >= 0, >= 0).
+        step_s, checkpoint_s: seconds, (> 0, >= 0).
+        restart_s: seconds (>= 0) per restart, or a list of them, one per
+            failure in order (a measured run's own restarts).
         every: checkpoint interval, steps, in [1, steps].
+        step_times_s: None, or the seconds each completed step took, in the
+            order a measured run completed them (steps done again included).
+            The replay then gives its n-th completed step the n-th of these,
+            so that a failure finds the job where the run was when its step
+            time moved; ``step_s`` still times any step beyond the list and is
+            the goodput's unit of work.
 
     Returns:
         ``wall_s`` (the last step's end), ``lost_steps`` (steps done again),
@@ -84,20 +109,30 @@ def replay_checkpoint_restart(
     step_s = check_float("step_s", step_s, 0.0, 1e6, low_inclusive=False)
     every = check_int("every", every, 1, steps)
     checkpoint_s = check_float("checkpoint_s", checkpoint_s, 0.0, 1e6)
-    restart_s = check_float("restart_s", restart_s, 0.0, 1e6)
     fails = sorted(float(t) for t in fail_at_s)
-    t, done, saved, lost, k = 0.0, 0, 0, 0, 0
+    if np.ndim(restart_s) == 0:
+        restarts = [check_float("restart_s", restart_s, 0.0, 1e6)] * len(fails)
+    else:
+        restarts = _step_times("restart_s", restart_s)
+        if len(restarts) != len(fails):
+            raise ValueError(
+                f"restart_s has {len(restarts)} restarts for {len(fails)} "
+                "failures: give one number, or one per failure"
+            )
+    times = _step_times("step_times_s", step_times_s)
+    t, done, saved, lost, k, n = 0.0, 0, 0, 0, 0, 0
     while done < steps:
         # the run is over once its last step is done: no checkpoint counted after it
         saves = (done + 1) % every == 0 and done + 1 < steps
-        end = t + step_s + (checkpoint_s if saves else 0.0)
+        this = times[n] if n < len(times) else step_s
+        end = t + this + (checkpoint_s if saves else 0.0)
         if k < len(fails) and fails[k] < end:
             lost += done - saved
             done = saved
-            t = fails[k] + restart_s  # within a restart: it starts again
+            t = fails[k] + restarts[k]  # within a restart: it starts again
             k += 1
             continue
-        t, done = end, done + 1
+        t, done, n = end, done + 1, n + 1
         if done % every == 0:
             saved = done
     return {
