@@ -352,6 +352,35 @@ def test_the_accessibility_check_catches_a_planted_violation(browser):
         context.close()
 
 
+def test_the_contrast_check_sees_every_look_of_a_code_token_once(browser):
+    """Repeated code tokens are checked once; a pale one among them is caught."""
+    tokens = "".join(f'<span class="n">name{i}</span> ' for i in range(40))
+    block = '<div class="highlight"><pre>{}</pre></div>'
+    page_html = (
+        '<html lang="en"><head><title>t</title><style>.highlight pre '
+        "{{background: #f3f4f5}} .n {{color: #222832}}"
+        "</style></head><body><main><h1>t</h1>{}</main></body></html>"
+    )
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(page_html.format(block.format(tokens)))
+        assert page.evaluate(AXE._HIDE_REPEATED_TOKENS, AXE.SEEN_COLOURS) == 39
+        page.evaluate(AXE._SHOW_REPEATED_TOKENS, AXE.SEEN_COLOURS)
+        assert AXE.failing(AXE.run_axe(page)) == []
+        # every token visible again, with its own inline style
+        assert page.locator("[style*=visibility]").count() == 0
+        # same class, another colour: the look decides, not the class
+        pale = tokens.replace(
+            'class="n">name30', 'class="n" style="color: #b8b8b8">name30'
+        )
+        page.set_content(page_html.format(block.format(pale)))
+        found = AXE.failing(AXE.run_axe(page))
+        assert any("color-contrast" in line for line in found), found
+    finally:
+        context.close()
+
+
 def _tab_to(page, selector: str, max_presses: int = 600) -> dict:
     """Press Tab until the focused element matches ``selector``; its outline."""
     for _ in range(max_presses):
