@@ -1,9 +1,10 @@
 """Record the book's runs across emulated nodes into data/cluster_runs.csv
-(all-reduces) and data/heartbeat_runs.csv (a detector across a lossy link).
+(all-reduces), data/heartbeat_runs.csv (a detector across a lossy link) and
+data/overlap_runs.csv (DDP's buckets across a slow link).
 
 Run as root on a Linux machine with nftables and pyroute2::
 
-    python scripts/record_cluster_runs.py [--heartbeats-only]
+    python scripts/record_cluster_runs.py [--heartbeats-only | --overlap-only]
 
 The network labs show these rows where a reader's machine cannot emulate nodes
 (Colab, macOS, no root). Each row carries its provenance: the machine, the
@@ -22,6 +23,7 @@ import pandas as pd
 
 from clusterlab.cluster import experiments, recorded
 from clusterlab.cluster.support import why_not
+from clusterlab.data_parallel import overlap
 from clusterlab.failures import lossy
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,6 +46,17 @@ def main() -> int:
         source_key="recorded",
         source_date=today[:7],
     )
+    if "--overlap-only" in sys.argv:
+        sweep = overlap.bucket_sweep_across_nodes(**overlap.EXPERIMENT)
+        sweep = sweep.assign(**provenance)
+        sweep["source"] = (
+            "recorded run: emulated nodes (network namespaces, tbf-shaped veth), "
+            "DistributedDataParallel on gloo"
+        )
+        path = DATA / f"{overlap.TABLE}.csv"
+        sweep.to_csv(path, index=False, float_format="%.6g")
+        print(f"wrote {len(sweep)} rows to {path.name}")
+        return 0
     if "--heartbeats-only" not in sys.argv:
         tables = []
         for name, kwargs in experiments.RECORDED.items():

@@ -67,6 +67,18 @@ TABLES = {
         "delivered",
         "false_alarms",
     ],  # fmt: skip
+    "overlap_runs": [
+        "cap_mib",
+        "buckets",
+        "bucket_bytes",
+        "grad_bytes",
+        "backward_alone_s",
+        "backward_s",
+        "exposed_s",
+        "allreduce_s",
+        "tiny_allreduce_s",
+        "rate_mbit",
+    ],  # fmt: skip
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
 UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
@@ -89,6 +101,7 @@ COUNTS |= {"n_kv_heads", "head_dim", "kv_latent_dim"}  # serving_models
 # The recorded heartbeats across a lossy link: milliseconds, percent, counts.
 UNIT_SUFFIXES += ("_ms", "_percent")
 COUNTS |= {"sent", "delivered", "false_alarms"}
+COUNTS |= {"buckets"}  # the recorded DDP sweep across a slow link
 #: Counts that may be zero (a model with no shared expert; the first repetition).
 ZERO_ALLOWED = {"n_shared_experts", "rep"}
 

@@ -10,11 +10,16 @@ Its code is reached as ``cl.data_parallel.<file>.<name>``; each file holds one r
   communication.
 - ``diagram``: Data parallelism as pictures: buckets under the backward pass, ZeRO,
   FSDP.
+- ``overlap`` (measure): DDP's buckets across two emulated nodes, where the network is
+  the bottleneck.
 - ``ranks``: Data parallelism by hand and with ``DistributedDataParallel``, on one code
   path.
 - ``widget``: Widgets for data parallelism: ZeRO memory per GPU, and DDP's bucket count.
 """
 
 from clusterlab.core.lazy import submodules
+
+# The role of each file not named by its role (docs/architecture.md).
+ROLES = {"overlap": "measure"}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

@@ -238,3 +238,55 @@ def fsdp_memory_chart(
 
 
 __all__ = ["bucket_chart", "dp_step_chart", "fsdp_memory_chart", "zero_memory_chart"]
+
+
+def overlap_chart(
+    table: pd.DataFrame,
+    title: str = "Across a slow link, buckets hide the all-reduce in the backward pass",
+) -> alt.LayerChart:
+    """Exposed communication against DDP's bucket count: measured and modelled.
+
+    Args:
+        table: ``cl.data_parallel.overlap.predicted``'s table.
+    """
+    check_columns(table, ["buckets", "exposed_s", "model_exposed_s", "allreduce_s"])
+    rows = []
+    for r in table.itertuples():
+        rows.append({"buckets": r.buckets, "ms": r.exposed_s * 1e3, "what": "measured"})
+        rows.append(
+            {
+                "buckets": r.buckets,
+                "ms": r.model_exposed_s * 1e3,
+                "what": "bucket model",
+            }
+        )
+    data = pd.DataFrame(rows)
+    comm_ms = float(table["allreduce_s"].median()) * 1e3
+    x = alt.X("buckets:Q", title="buckets DDP made", axis=alt.Axis(tickMinStep=1))
+    y = alt.Y("ms:Q", title="communication the backward pass did not hide (ms)")
+    color = alt.Color("what:N", title=None)
+    model = (
+        alt.Chart(data[data["what"] == "bucket model"])
+        .mark_line(strokeDash=[4, 3])
+        .encode(x=x, y=y, color=color)
+    )
+    measured = (
+        alt.Chart(data[data["what"] == "measured"])
+        .mark_point(size=70, filled=True)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            tooltip=["buckets", alt.Tooltip("ms:Q", format=".0f")],
+        )
+    )
+    return (model + measured).properties(
+        width=420,
+        height=260,
+        title=alt.TitleParams(
+            title,
+            subtitle=f"two emulated nodes; all of the gradients' all-reduce takes "
+            f"{comm_ms:.0f} ms: one bucket shows all of it, more buckets start "
+            "while the backward pass still runs",
+        ),
+    )

@@ -25,6 +25,7 @@ def bucket_overlap_time(
     alpha_s: float,
     bw_Bps: float,
     buckets: int = 1,
+    bucket_bytes=None,
 ) -> dict:
     """When the last gradient all-reduce ends, if DDP sends ``buckets`` buckets.
 
@@ -42,6 +43,10 @@ def bucket_overlap_time(
         alpha_s: latency of one all-reduce step, seconds, >= 0.
         bw_Bps: bytes/s per rank and direction, > 0.
         buckets: buckets the gradients are split into, in [1, 100000].
+        bucket_bytes: None (``buckets`` equal buckets), or each bucket's bytes in
+            the order the backward pass fills them (as DDP reports them); they
+            must add up to ``grad_bytes``, and a bucket is ready once the
+            backward pass has produced its share of the gradients.
 
     Returns:
         dict: ``comm_s`` (all buckets' all-reduce time), ``done_s`` (backward and
@@ -51,14 +56,28 @@ def bucket_overlap_time(
     backward_s = check_float("backward_s", backward_s, 0.0)
     grad_bytes = check_float("grad_bytes", grad_bytes, 0.0)
     buckets = check_int("buckets", buckets, 1, 100_000)
-    per_bucket_s = allreduce_time(grad_bytes / buckets, world_size, alpha_s, bw_Bps)
-    end_s = 0.0
-    for i in range(buckets):
-        ready_s = (i + 1) * backward_s / buckets
+    if bucket_bytes is None:
+        sizes = [grad_bytes / buckets] * buckets
+    else:
+        sizes = [
+            check_float(f"bucket_bytes[{i}]", b, 0.0)
+            for i, b in enumerate(bucket_bytes)
+        ]
+        if not sizes or not np.isclose(sum(sizes), grad_bytes, rtol=1e-6):
+            raise ValueError(
+                f"bucket_bytes={list(bucket_bytes)!r} must add up to "
+                f"grad_bytes={grad_bytes:g}"
+            )
+    end_s, produced, comm_s = 0.0, 0.0, 0.0
+    for size in sizes:
+        produced += size
+        ready_s = backward_s * (produced / grad_bytes if grad_bytes else 1.0)
+        per_bucket_s = float(allreduce_time(size, world_size, alpha_s, bw_Bps))
         end_s = max(end_s, ready_s) + per_bucket_s
+        comm_s += per_bucket_s
     done_s = max(end_s, backward_s)
     return {
-        "comm_s": buckets * per_bucket_s,
+        "comm_s": comm_s,
         "done_s": done_s,
         "exposed_s": done_s - backward_s,
     }
