@@ -173,6 +173,19 @@ def test_merge_fails_when_an_empty_block_gives_nan():
         cl.long_context.check.merge_partial_attention(unsafe)
 
 
+def test_merge_fails_when_it_exponentiates_the_log_sum_exps():
+    # right in float64 at small scores; in float32 near 1e3 exp overflows
+    def unstable(out_a, lse_a, out_b, lse_b):
+        ea, eb = torch.exp(lse_a), torch.exp(lse_b)
+        lse = torch.log(ea + eb)
+        return (ea[..., None] * out_a + eb[..., None] * out_b) / (ea + eb)[
+            ..., None
+        ], lse
+
+    with pytest.raises(AssertionError, match="float32 near 1e3.*exp overflows"):
+        cl.long_context.check.merge_partial_attention(unstable)
+
+
 def test_merge_check_refuses_a_non_function():
     with pytest.raises(ValueError, match="fn=3"):
         cl.long_context.check.merge_partial_attention(3)
