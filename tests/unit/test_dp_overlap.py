@@ -98,3 +98,15 @@ def test_where_nodes_cannot_be_emulated_the_recorded_run_is_shown(monkeypatch):
     assert overlap.predicted(table).attrs["note"] == note  # the lab prints it
     with pytest.raises(RuntimeError, match="not root"):
         overlap.bucket_sweep_across_nodes()
+
+
+def test_the_chart_draws_the_measured_dots_against_the_model_and_stays_small():
+    import json
+
+    from clusterlab.data_parallel.chart import overlap_chart
+
+    spec = overlap_chart(overlap.predicted(overlap.recorded())).to_dict()
+    assert len(json.dumps(spec)) < 50_000
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
+    with pytest.raises(ValueError, match="model_exposed_s"):
+        overlap_chart(overlap.recorded())
