@@ -237,9 +237,6 @@ def fsdp_memory_chart(
     )
 
 
-__all__ = ["bucket_chart", "dp_step_chart", "fsdp_memory_chart", "zero_memory_chart"]
-
-
 def overlap_chart(
     table: pd.DataFrame,
     title: str = "Across a slow link, buckets hide the all-reduce in the backward pass",
@@ -293,3 +290,12 @@ def overlap_chart(
             ],
         ),
     )
+
+
+__all__ = [
+    "bucket_chart",
+    "dp_step_chart",
+    "fsdp_memory_chart",
+    "overlap_chart",
+    "zero_memory_chart",
+]

@@ -299,9 +299,6 @@ def step_parts(parts) -> bool:
     return True
 
 
-__all__ = ["average_gradients", "comm_prediction", "fsdp_bytes_per_rank", "step_parts"]
-
-
 # -- Overlap across a slow link ------------------------------------------------
 #: How far each cap's exposed communication may land from the bucket model, as
 #: a share of the all-reduce of every gradient. Runs here (2 nodes at 300 Mbit/s,
@@ -350,3 +347,12 @@ def overlap_matches_buckets(table) -> dict:
     )
     ok = off.max() <= OVERLAP_TOLERANCE and hidden >= OVERLAP_HIDDEN_AT_LEAST
     return {"status": "pass" if ok else "miss", "text": text}
+
+
+__all__ = [
+    "average_gradients",
+    "comm_prediction",
+    "fsdp_bytes_per_rank",
+    "overlap_matches_buckets",
+    "step_parts",
+]
