@@ -370,3 +370,32 @@ def test_a_measured_rate_with_a_group_away_replaces_the_share_it_leaves():
     with pytest.raises(ValueError, match=r"relative_rate\[1\]"):
         sim.replay_per_step([5.0], [1.0], [4.0], window_s=40.0, n_groups=3,
                             relative_rate={1: 3.0})  # fmt: skip
+
+
+def test_a_run_whose_restarted_group_could_not_rejoin_runs_once_more(monkeypatch):
+    from clusterlab.fault_tolerance import measure
+
+    calls, said = [], []
+
+    def flaky(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise RuntimeError(
+                "while waiting for the restarted groups' first commits, processes "
+                "failed: {'replica1_restarted': 1}"
+            )
+        return "the second run"
+
+    monkeypatch.setattr(measure, "kill_and_heal", flaky)
+    got = measure.kill_and_heal_retried(steps=10, say=said.append)
+    assert got == "the second run" and calls == [{"steps": 10}, {"steps": 10}]
+    assert "try 1 of 2: a restarted group could not rejoin" in said[0]
+
+    def broken(**kwargs):
+        raise RuntimeError("while waiting for every group's first commit, ...")
+
+    monkeypatch.setattr(measure, "kill_and_heal", broken)
+    with pytest.raises(RuntimeError, match="every group's first commit"):
+        measure.kill_and_heal_retried(say=said.append)  # not this kind: at once
+    with pytest.raises(ValueError, match="tries"):
+        measure.kill_and_heal_retried(tries=0)
