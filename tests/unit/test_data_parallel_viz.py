@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import clusterlab as cl
@@ -19,6 +19,7 @@ from clusterlab.models.collectives import allreduce_time
     n=st.integers(1, 256),
     buckets=st.integers(1, 64),
 )
+@example(backward_s=1.0, grad_bytes=5e-324, n=2, buckets=2)  # buckets round to 0 B
 def test_bucket_overlap_never_beats_its_bounds(backward_s, grad_bytes, n, buckets):
     alpha_s, bw = 1e-5, 1e10
     t = cl.models.data_parallel.bucket_overlap_time(

@@ -68,10 +68,14 @@ def bucket_overlap_time(
                 f"bucket_bytes={list(bucket_bytes)!r} must add up to "
                 f"grad_bytes={grad_bytes:g}"
             )
-    end_s, produced, comm_s = 0.0, 0.0, 0.0
-    for size in sizes:
-        produced += size
-        ready_s = backward_s * (produced / grad_bytes if grad_bytes else 1.0)
+    total = sum(sizes)
+    # the share of the backward pass done when each bucket is full; the last
+    # bucket is full when the backward pass ends, whatever the rounding
+    shares = np.cumsum(sizes) / total if total > 0 else np.ones(len(sizes))
+    shares[-1] = 1.0
+    end_s, comm_s = 0.0, 0.0
+    for size, share in zip(sizes, shares, strict=True):
+        ready_s = backward_s * float(share)
         per_bucket_s = float(allreduce_time(size, world_size, alpha_s, bw_Bps))
         end_s = max(end_s, ready_s) + per_bucket_s
         comm_s += per_bucket_s
