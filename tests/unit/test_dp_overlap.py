@@ -110,3 +110,17 @@ def test_the_chart_draws_the_measured_dots_against_the_model_and_stays_small():
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["line", "point"]
     with pytest.raises(ValueError, match="model_exposed_s"):
         overlap_chart(overlap.recorded())
+
+
+def test_one_rule_picks_the_measured_or_the_recorded_table(monkeypatch):
+    import clusterlab.cluster.support as support
+    from clusterlab.cluster.recorded import MEASURED_HERE, here_or_recorded
+
+    here = pd.DataFrame({"x": [1]})
+    kept = pd.DataFrame({"x": [2], "machine": ["m"], "date": ["d"], "command": ["c"]})
+    monkeypatch.setattr(support, "why_not", lambda: None)
+    assert here_or_recorded(lambda: here, lambda: kept) == (here, MEASURED_HERE)
+    monkeypatch.setattr(support, "why_not", lambda: "No root here.")
+    table, note = here_or_recorded(lambda: 1 / 0, lambda: kept)
+    assert table is kept and note.startswith("No root here. Shown instead")
+    assert "recorded on m on d with `c`" in note

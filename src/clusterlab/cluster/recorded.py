@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from clusterlab.cluster import support
 from clusterlab.cluster.allreduce import bus_bandwidth_Bps, timed_allreduce
-from clusterlab.cluster.support import why_not
 from clusterlab.core.validate import check_int
 
 COLUMNS = ("experiment", "nodes", "ranks_per_node", "rate_mbit", "size_mib",
@@ -106,18 +106,46 @@ def recorded_note(reason: str, table: pd.DataFrame) -> str:
     )
 
 
+#: what a table measured here says of itself
+MEASURED_HERE = "Measured now, across emulated nodes on this machine."
+
+
+def here_or_recorded(
+    measure_here, recorded_table, columns=None
+) -> tuple[pd.DataFrame, str]:
+    """``measure_here()`` where nodes can be emulated, else ``recorded_table()``.
+
+    The one rule behind every lab that meets a network: measure across
+    emulated nodes where this machine can make them, and otherwise show the
+    book's recorded run, saying why and where it was recorded.
+
+    Args:
+        measure_here: a function of no arguments that returns the measured table.
+        recorded_table: a function of no arguments that returns the recorded
+            table with its provenance columns (``machine``, ``date``, ``command``).
+        columns: the recorded table's columns to return (all when None), once
+            the sentence has read its provenance.
+
+    Returns:
+        The table and one sentence: measured here, or why not and what is shown.
+    """
+    reason = support.why_not()
+    if reason is None:
+        return measure_here(), MEASURED_HERE
+    df = recorded_table()
+    note = recorded_note(reason, df)
+    return (df if columns is None else df[list(columns)].copy()), note
+
+
 def measure_or_recorded(experiment: str, **kwargs) -> tuple[pd.DataFrame, str]:
     """``measure`` where nodes can be emulated here, else the recorded run.
 
     Returns:
         The table and one sentence: measured here, or why not and what is shown.
     """
-    reason = why_not()
-    if reason is None:
-        df = measure(experiment, **kwargs)
-        return df, "Measured now, across emulated nodes on this machine."
-    df = recorded(experiment)
-    return df, recorded_note(reason, df)
+    return here_or_recorded(
+        lambda: measure(experiment, **kwargs), lambda: recorded(experiment)
+    )
 
 
 def measure_and_check(experiment: str, check, *, tries: int = 3, **kwargs):
@@ -140,7 +168,7 @@ def measure_and_check(experiment: str, check, *, tries: int = 3, **kwargs):
     """
     from clusterlab.core.busy import retry
 
-    if why_not() is not None:
+    if support.why_not() is not None:
         df, note = measure_or_recorded(experiment)
         return df, check(df), note
 
@@ -159,4 +187,4 @@ def measure_and_check(experiment: str, check, *, tries: int = 3, **kwargs):
         tries=tries,
     )
     df = outcome.result
-    return df, check(df), "Measured now, across emulated nodes on this machine."
+    return df, check(df), MEASURED_HERE

@@ -228,17 +228,13 @@ def measure_or_recorded(**kwargs) -> tuple[pd.DataFrame, str]:
         The table and one sentence (also in the table's ``attrs["note"]``):
         measured here, or why not and what is shown.
     """
-    from clusterlab.cluster.support import why_not
+    from clusterlab.cluster.recorded import here_or_recorded
 
-    reason = why_not()
-    if reason is None:
-        sweep = bucket_sweep_across_nodes(**{**EXPERIMENT, **kwargs})
-        note = "Measured now, across two emulated nodes on this machine."
-    else:
-        from clusterlab.cluster.recorded import recorded_note
-
-        df = recorded()
-        sweep, note = df[COLUMNS].copy(), recorded_note(reason, df)
+    sweep, note = here_or_recorded(
+        lambda: bucket_sweep_across_nodes(**{**EXPERIMENT, **kwargs}),
+        recorded,
+        COLUMNS,
+    )
     sweep.attrs["note"] = note  # kept by ``predicted``
     return sweep, note
 

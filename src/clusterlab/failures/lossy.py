@@ -219,17 +219,15 @@ def measure_or_recorded(timeouts_ms=TIMEOUTS_MS, **kwargs) -> tuple[pd.DataFrame
 
     ``kwargs`` go to ``heartbeats_over_loss`` (``EXPERIMENT`` by default).
     """
-    from clusterlab.cluster.support import why_not
+    from clusterlab.cluster.recorded import here_or_recorded
 
-    reason = why_not()
-    if reason is None:
-        run = heartbeats_over_loss(**{**EXPERIMENT, **kwargs})
-        counts = false_alarms(run, timeouts_ms)
-        return counts, "Measured now, across two emulated nodes on this machine."
-    from clusterlab.cluster.recorded import recorded_note
-
-    df = recorded()
-    return df[COLUMNS], recorded_note(reason, df)
+    return here_or_recorded(
+        lambda: false_alarms(
+            heartbeats_over_loss(**{**EXPERIMENT, **kwargs}), timeouts_ms
+        ),
+        recorded,
+        COLUMNS,
+    )
 
 
 def main(argv=None) -> int:

@@ -309,12 +309,9 @@ def predict_restart(costs: dict, run: RestartRun) -> dict:
     step time's drift between the run's halves.
     """
     fails = costs["fail_at_s"]
-    own = costs.get("restart_at_failure_s") or [
-        float(np.mean(costs["restart_s"]))
-    ] * len(fails)
     restarts = [
         (fails[k + 1] - fails[k]) if np.isnan(r) and k + 1 < len(fails) else r
-        for k, r in enumerate(own)
+        for k, r in enumerate(costs["restart_at_failure_s"])
     ]
     restarts = [
         float(np.mean(costs["restart_s"])) if np.isnan(r) else r for r in restarts
@@ -322,7 +319,7 @@ def predict_restart(costs: dict, run: RestartRun) -> dict:
     goodput = replay_checkpoint_restart(
         fails, steps=run.n_steps, step_s=costs["step_s"], every=run.every,
         checkpoint_s=costs["checkpoint_s"], restart_s=restarts,
-        step_times_s=costs.get("step_times_s"),
+        step_times_s=costs["step_times_s"],
     )["goodput"]  # fmt: skip
     slack = (len(fails) + 1) * costs["step_s"] / costs["window_s"] + costs["drift"]
     return {"goodput": goodput, "low": goodput - slack, "high": goodput + slack}
