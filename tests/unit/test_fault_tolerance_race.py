@@ -288,6 +288,18 @@ def test_the_per_step_reader_finds_stalls_rejoins_and_goodput():
     assert got["goodput"] == pytest.approx(want["goodput"], abs=2 * STEP / 10)
 
 
+def test_a_stall_the_victim_is_back_from_is_no_step_of_the_full_quorum():
+    # seen on two busy cores: the victim rejoined as the survivors' stall ended,
+    # so the stalled step had the full quorum on both sides; counted as a step,
+    # it raised the step time by a third and the measured goodput with it
+    run = per_step_run([("1", 2.0), ("2", 7.0)], stall=3.0, rejoin=3.0)
+    got = race.per_step_costs(run, 3)
+    assert got["step_s"] == pytest.approx(STEP)
+    assert check.goodput_matches_replay(
+        got["goodput"], race.predict_per_step(got, 3), "per-step recovery"
+    )
+
+
 def test_the_per_step_check_fails_a_model_that_stops_the_whole_job_per_rejoin():
     run = per_step_run([("1", 2.0), ("2", 7.0)])
     got = race.per_step_costs(run, 3)

@@ -233,7 +233,8 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
     ``n_groups`` groups train at the full quorum's step time.
 
     Returns:
-        ``step_s`` (the mean at the full quorum), ``recovery_s`` and
+        ``step_s`` (the mean at the full quorum, the step in flight at each
+        kill left out: it waited out the stall), ``recovery_s`` and
         ``rejoin_s`` (per failure: the kill to the survivors' next commit, and
         to the first step the failed group trained again), ``begin``, ``end``,
         ``window_s``, ``fail_at_s``, ``drift``, ``batch``, ``relative_rate``
@@ -246,7 +247,13 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
     first = log.sort_values("time").groupby("step").first()
     full = first["participants"] == n_groups
     gaps = first["time"].diff()
-    consecutive = full & full.shift(1, fill_value=False)
+    # the step in flight at a kill waited out the stall: its gap is no step time
+    # (when the victim is back by the stall's end it even joins a full quorum)
+    times = first["time"].to_numpy()
+    hit = np.searchsorted(times, run.kills["time"].to_numpy())
+    in_flight = np.zeros(len(times), bool)
+    in_flight[hit[hit < len(times)]] = True
+    consecutive = full & full.shift(1, fill_value=False) & ~in_flight
     durations = gaps[consecutive].dropna().to_numpy()
     step_s = float(np.mean(durations))
     # each quorum size's own step time (fewer groups step faster on shared cores)
@@ -254,7 +261,7 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
     relative = {}
     for groups in range(1, n_groups):
         same = (trained == groups * batch) & (trained.shift(1) == groups * batch)
-        same &= gaps < 3 * step_s  # not across a stall
+        same &= (gaps < 3 * step_s) & ~in_flight  # not across a stall
         if same.sum() >= 5:
             ratio = step_s / float(gaps[same].mean())
             relative[n_groups - groups] = groups / n_groups * ratio
