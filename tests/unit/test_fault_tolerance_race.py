@@ -354,6 +354,25 @@ def test_a_commit_logged_just_after_the_kill_is_not_the_survivors_recovery():
     assert back_after_kill(log.iloc[:4], "1", 1.03)["time"] == 1.035
 
 
+def test_a_restarted_group_in_the_victims_place_hides_no_stall():
+    from clusterlab.fault_tolerance.measure import back_after_kill
+
+    # seen on two busy cores: group 2 dies after step 168 while group 1, back
+    # from an earlier kill, is healing; the survivors commit step 169 at two
+    # participants, as many as before, 1.08 s later
+    log = pd.DataFrame(
+        dict(
+            step=[168, 168, 169, 169],
+            replica_id=["2", "0", "0", "1"],
+            participants=[2, 2, 2, 2],
+            time=[10.000, 10.0004, 11.077, 11.078],
+        )
+    )
+    assert back_after_kill(log, "2", 10.0002, last_step=168)["time"] == 11.077
+    # without the victim's last step, group 0's commit of step 168 is taken
+    assert back_after_kill(log, "2", 10.0002)["time"] == 10.0004
+
+
 def test_a_kill_during_a_restart_cuts_it_short_and_the_replay_agrees():
     run = restart_run([2.0, 3.0])  # the second lands in the first restart
     assert 1 not in set(run.steps["attempt"])  # attempt 1 never took a step

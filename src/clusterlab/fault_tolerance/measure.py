@@ -349,16 +349,24 @@ def throughput(log: pd.DataFrame, start: float, end: float) -> float:
     return len(inside) / (end - start)
 
 
-def back_after_kill(log: pd.DataFrame, killed: str, kill_time: float) -> pd.Series:
+def back_after_kill(
+    log: pd.DataFrame, killed: str, kill_time: float, last_step: int | None = None
+) -> pd.Series:
     """The survivors' first commit after a kill, in a quorum without the victim.
 
     A survivor's commit logged just after the kill can belong to a step the
-    quorum finished with the victim, before it died: the first commit with fewer
-    participants than the last one before the kill is the survivors' own (the
-    first commit of another group after the kill, if none has fewer).
+    quorum finished with the victim, before it died. ``last_step``, the last
+    step the victim committed, where given, rules out every commit of that
+    step or an earlier one. Of the rest, the first commit with fewer
+    participants than the last one before the kill is the survivors' own; if
+    none has fewer (a restarted group took the victim's place in the same
+    quorum, or no smaller quorum is in sight), the first commit of another
+    group after the kill.
     """
     before = log.loc[log["time"] <= kill_time, "participants"]
     others = log[(log["replica_id"] != str(killed)) & (log["time"] > kill_time)]
+    if last_step is not None:
+        others = others[others["step"] > int(last_step)]
     others = others.sort_values("time")
     if len(before):
         smaller = others[others["participants"] < int(before.iloc[-1])]
@@ -379,7 +387,7 @@ def recovery_summary(run: FaultRun) -> dict:
     """
     log = run.log
     k = run.killed
-    first_back = back_after_kill(log, k, run.kill_time)
+    first_back = back_after_kill(log, k, run.kill_time, run.kill_step)
     back = log[(log["replica_id"] == k) & (log["life"] == 1)].sort_values("time")
     rejoin = back.iloc[0]
     full = log[log["participants"] == log["participants"].max()]

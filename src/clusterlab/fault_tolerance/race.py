@@ -271,7 +271,7 @@ def per_step_costs(run: FaultRun, n_groups: int) -> dict:
     samples = int(inside["step_samples"].map(len).sum())
     recovery, rejoin = [], []
     for k in run.kills.itertuples():
-        back_at = back_after_kill(log, k.replica_id, k.time)
+        back_at = back_after_kill(log, k.replica_id, k.time, k.step)
         recovery.append(float(back_at["time"]) - k.time)
         back = log[
             (log["replica_id"] == k.replica_id)
