@@ -21,6 +21,18 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+BIBLIOGRAPHY = "book/appendix/bibliography"
+
+
+def toc_for(pages: list[str]) -> dict:
+    """The table of contents of a build of ``pages``, the front page and the
+    bibliography; a page named twice, or one of those two named, is listed
+    once (jupyter-book refuses a page that is twice in its table)."""
+    mine = [p for p in dict.fromkeys(pages) if p not in ("intro", BIBLIOGRAPHY)]
+    parts = [{"caption": "Back", "chapters": [{"file": BIBLIOGRAPHY}]}]
+    if mine:
+        parts.insert(0, {"caption": "Pages", "chapters": [{"file": p} for p in mine]})
+    return {"format": "jb-book", "root": "intro", "parts": parts}
 
 
 def main() -> int:
@@ -28,20 +40,14 @@ def main() -> int:
     parser.add_argument("pages", nargs="+", help="e.g. book/paradigm/properties")
     parser.add_argument("--out", default=None, help="output folder")
     args = parser.parse_args()
-    pages = [p.removesuffix(".md").removesuffix(".ipynb") for p in args.pages]
-    for page in pages:
+    asked = list(dict.fromkeys(p.removesuffix(".md").removesuffix(".ipynb")
+                               for p in args.pages))  # fmt: skip
+    for page in asked:
         if not any((ROOT / f"{page}{ext}").exists() for ext in (".md", ".ipynb")):
             parser.error(f"no page {page}.md or {page}.ipynb in the book")
     out = Path(args.out or tempfile.mkdtemp(prefix="pages-")).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    toc = {
-        "format": "jb-book",
-        "root": "intro",
-        "parts": [
-            {"caption": "Pages", "chapters": [{"file": p} for p in pages]},
-            {"caption": "Back", "chapters": [{"file": "book/appendix/bibliography"}]},
-        ],
-    }
+    toc = toc_for(asked)
     toc_path = out / "_toc.yml"
     toc_path.write_text(yaml.safe_dump(toc))
     cmd = [
@@ -60,7 +66,7 @@ def main() -> int:
     mine = [
         line
         for line in log.splitlines()
-        if ("WARNING" in line or "ERROR" in line) and any(p in line for p in pages)
+        if ("WARNING" in line or "ERROR" in line) and any(p in line for p in asked)
     ]
     # A link to a page left out of this build is expected here, not an error.
     elsewhere = [line for line in mine if "unknown document" in line]
@@ -70,7 +76,7 @@ def main() -> int:
         print("(links to a page not in this build)", line)
     for line in mine:
         print(line)
-    print(f"\nopen {out / '_build' / 'html' / (pages[0] + '.html')}")
+    print(f"\nopen {out / '_build' / 'html' / (asked[0] + '.html')}")
     return 1 if result.returncode or mine else 0
 
 
