@@ -57,6 +57,14 @@ def _is_trivial(v: float) -> bool:
     return v in (0, 1, 0.5, 2, -1) or (v == int(v) and abs(v) < 100)
 
 
+def _is_unit_scale(v: float) -> bool:
+    """A power of ten (1e9 for GB, 1e12 for TB): a unit, not a figure.
+
+    8.0 TB/s over 8 is 1e12, so without this every ``/ 1e12`` would match it.
+    """
+    return v > 0 and 10 ** round(math.log10(v)) == v
+
+
 def _matches(v: float, figures: set[float]) -> float | None:
     for f in figures:
         for s in SCALES:
@@ -123,7 +131,7 @@ def scan_source(source: str, figures: set[float]) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
             v = float(node.value)
-            if abs(v) < LARGE:
+            if abs(v) < LARGE or _is_unit_scale(v):
                 continue
             f = _matches(v, figures)
             if f is not None:
@@ -170,6 +178,12 @@ def test_the_scan_reads_a_price_control_s_default_but_not_its_slider(figures):
         "KWH = Range('kwh', min=0.03, max=0.4, step=0.005, default=0.0825)\n"
     )
     assert scan_source(src, figures) == ["line 2: KWH = 0.0825"]
+
+
+def test_the_scan_leaves_unit_scales_alone_but_not_a_figure_near_one():
+    src = "def tb(x):\n    return x / 1e12, x / 1e9\nTYPED = 8.0e12 / 8\n"
+    hits = scan_source(src, {8.0e12, 1.0e11})
+    assert hits == ["line 3: 8e+12 is the published figure 8e+12"]
 
 
 def test_the_scan_leaves_counts_and_shapes_alone(figures):

@@ -108,9 +108,12 @@ def peak_flops(gpu: str, precision: str) -> float:
     check_choice("gpu", gpu, parts)
     flops = published.value("gpu_specs", _PEAK_COLUMN[precision], part=gpu)
     if not math.isfinite(flops):
+        row = published.row("gpu_specs", part=gpu)
+        has = [p for p in PRECISIONS if math.isfinite(float(row[_PEAK_COLUMN[p]]))]
         raise ValueError(
             f"gpu={gpu!r} has no published {precision} peak (no {precision} "
-            f"tensor cores); choose precision from 'fp32', 'bf16', 'fp16'"
+            "tensor cores, or no figure in the book's sources); choose "
+            f"precision from {has}"
         )
     return flops
 
