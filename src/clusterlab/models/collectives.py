@@ -38,6 +38,59 @@ ALGORITHMS = ("ring", "tree", "hierarchical")
 _TOPOLOGY = ("gpus_per_node", "intra_alpha_s", "intra_bandwidth_Bps")
 
 
+#: NVLink domain sizes the models know: 8, an HGX or DGX server, whose NVLink
+#: ends at the server; 72, a GB200 or GB300 NVL72 rack, whose NVLink joins 72
+#: GPUs across its servers.
+NVLINK_DOMAINS = (8, 72)
+
+
+def scale_up_size(nvlink_domain: int = 8, gpus_per_node: int = 8) -> int:
+    """GPUs that reach each other over NVLink (the scale-up domain).
+
+    A group of GPUs no larger than this runs its collectives at the scale-up
+    (NVLink) bandwidth; a larger one crosses the scale-out network. Groups
+    are taken to be placed so that one that fits never straddles two domains.
+
+    Args:
+        nvlink_domain: 8 (an HGX or DGX server: the domain is the server's
+            ``gpus_per_node`` GPUs, the book's default) or 72 (an NVL72 rack).
+        gpus_per_node: GPUs per server, >= 1; for 72 it must divide 72, since
+            a server sits inside one domain.
+
+    Returns:
+        ``gpus_per_node`` for 8, 72 for 72.
+    """
+    if isinstance(nvlink_domain, bool) or nvlink_domain not in NVLINK_DOMAINS:
+        raise ValueError(
+            f"nvlink_domain={nvlink_domain!r} is not allowed: choose one of "
+            f"{NVLINK_DOMAINS} (an 8-GPU server, or a 72-GPU NVL72 rack)"
+        )
+    g = check_int("gpus_per_node", gpus_per_node, 1)
+    if nvlink_domain == 8:
+        return g
+    if 72 % g:
+        raise ValueError(
+            f"gpus_per_node={g} must divide nvlink_domain=72: a server sits in "
+            "one NVLink domain"
+        )
+    return 72
+
+
+def on_nvlink(group: int, nvlink_domain: int = 8, gpus_per_node: int = 8) -> bool:
+    """Whether a group of ``group`` GPUs fits in one NVLink domain.
+
+    Args:
+        group: GPUs in the group (a TP, CP or EP group, or all of a job), >= 1.
+        nvlink_domain, gpus_per_node: as in :func:`scale_up_size`.
+
+    Returns:
+        True if the group's collectives stay on NVLink, False if they cross
+        the network.
+    """
+    group = check_int("group", group, 1)
+    return group <= scale_up_size(nvlink_domain, gpus_per_node)
+
+
 def alpha_beta_time(nbytes, alpha_s: float, beta_Bps: float):
     """Time to send ``nbytes`` under the alpha–beta model: ``alpha + nbytes / beta``.
 
@@ -270,9 +323,12 @@ def allreduce_time_published(nbytes, n: int, system: str):
 
 __all__ = [
     "ALGORITHMS",
+    "NVLINK_DOMAINS",
     "allreduce_busbw",
     "allreduce_time",
     "allreduce_time_published",
     "alpha_beta_time",
     "bus_bandwidth",
+    "on_nvlink",
+    "scale_up_size",
 ]

@@ -24,6 +24,7 @@ from clusterlab.models.collectives import (
     _sweep,
     allreduce_time,
     allreduce_time_published,
+    scale_up_size,
 )
 from clusterlab.models.compute import flops_per_token
 from clusterlab.models.links import LINKS, as_link
@@ -58,14 +59,19 @@ def cluster_allreduce_time(
     gpus_per_node: int = 8,
     nics_per_node: int = 1,
     intra=DEFAULT_INTRA,
+    nvlink_domain: int = 8,
 ):
     """Seconds to all-reduce ``grad_bytes`` over every GPU of a cluster.
 
-    Inside a node the GPUs use ``intra``; between nodes, ``nics_per_node`` ports
-    of ``network`` shared by the node's GPUs (hierarchical all-reduce: a
-    reduce-scatter and an all-gather inside the node cost one all-reduce
-    there, and each GPU all-reduces its 1/g share across the nodes). A
-    ``network`` with ``per_gpu`` links (NVLink everywhere) is one flat ring.
+    Inside an NVLink domain the GPUs use ``intra``; between domains,
+    ``nics_per_node`` ports of ``network`` per node, shared by the node's GPUs
+    (hierarchical all-reduce: a reduce-scatter and an all-gather inside the
+    domain cost one all-reduce there, and each GPU all-reduces its 1/k share
+    across the ``n/k`` groups of ``k`` GPUs). With the default domain, the
+    server, ``k`` is the node's ``gpus_per_node``; in a 72-GPU domain it is the
+    largest whole number of nodes that divides the job and fits in 72 (64 GPUs
+    of a rack for 8-GPU nodes and a power-of-two job). A ``network`` with
+    ``per_gpu`` links (NVLink everywhere) is one flat ring.
 
     Args:
         grad_bytes: bytes of gradient per GPU (a number or an array), >= 0.
@@ -76,6 +82,8 @@ def cluster_allreduce_time(
         intra: inside a node: a published system's name (its bus bandwidth
             at the gradient's size, e.g. ``"8xH200-NVLS-nccl2.27.7"``), or a
             ``Link`` or a name in ``LINKS``.
+        nvlink_domain: GPUs one NVLink domain joins, 8 (the server) or 72
+            (a GB200 or GB300 NVL72 rack; ``gpus_per_node`` must divide 72).
 
     Returns:
         Seconds, with the shape of ``grad_bytes``.
@@ -84,14 +92,17 @@ def cluster_allreduce_time(
     nodes = check_int("nodes", nodes, 1, 100_000)
     g = check_int("gpus_per_node", gpus_per_node, 1, 64)
     nics = check_int("nics_per_node", nics_per_node, 1, 64)
+    domain = scale_up_size(nvlink_domain, g)
     n = nodes * g
     if net.per_gpu:
         return allreduce_time(grad_bytes, n, net.alpha_s, net.effective_Bps)
-    inside = _intra_time(grad_bytes, g, intra)
-    if nodes == 1:
+    # the GPUs of one group: whole nodes, a divisor of the job, within a domain
+    k = max(g * j for j in range(1, domain // g + 1) if nodes % j == 0)
+    inside = _intra_time(grad_bytes, k, intra)
+    if k == n:
         return inside
-    share = np.asarray(grad_bytes, dtype=float) / g
-    between = allreduce_time(share, nodes, net.alpha_s, nics * net.effective_Bps / g)
+    share = np.asarray(grad_bytes, dtype=float) / k
+    between = allreduce_time(share, n // k, net.alpha_s, nics * net.effective_Bps / g)
     t = np.asarray(inside + between, dtype=float)
     return float(t) if t.ndim == 0 else t
 

@@ -83,6 +83,7 @@ def plan_row(
     inter_node_link=DEFAULT_INTER_NODE_LINK,
     matmul_efficiency: float | None = None,
     formula: str = "flash",
+    nvlink_domain: int = 8,
 ) -> dict:
     """Memory, bubble, communication and speed of one plan (see the module).
 
@@ -99,12 +100,15 @@ def plan_row(
         peak_flops: peak dense 16-bit FLOP/s of one GPU (None: likewise).
         usable_fraction: share of memory a plan may fill (the rest is for the
             CUDA context, communication buffers and fragmentation).
-        gpus_per_node: GPUs joined by NVLink.
+        gpus_per_node: GPUs per server; with the default ``nvlink_domain``
+            these are the GPUs joined by NVLink.
         intra_node_system: published all-reduce sweep inside a node.
         inter_node_link: network link between nodes (``LINKS`` name or Link).
         matmul_efficiency: share of peak the matmuls reach (None: the H100's
             from ``data/matmul_achieved.csv``).
         formula: activation formula, "flash" (default) or "korthikanti".
+        nvlink_domain: 8 (NVLink ends at the server) or 72 (a GB200 or GB300
+            NVL72 rack): a TP group of up to this many GPUs stays on NVLink.
 
     Returns:
         dict of plan, memory (bytes, the keys of ``MEMORY_KEYS`` + ``_bytes``,
@@ -122,6 +126,7 @@ def plan_row(
         usable_fraction=usable_fraction, gpus_per_node=gpus_per_node,
         intra_node_system=intra_node_system, inter_node_link=inter_node_link,
         matmul_efficiency=matmul_efficiency, formula=formula,
+        nvlink_domain=nvlink_domain,
     )  # fmt: skip
     return _three_d(row)
 

@@ -72,6 +72,7 @@ from clusterlab.core import published
 from clusterlab.core.validate import check_choice, check_float, check_int
 from clusterlab.models import precision as _precision
 from clusterlab.models.activations import RECOMPUTE_MODES
+from clusterlab.models.collectives import scale_up_size
 from clusterlab.models.compute import ModelShape, flops_per_token
 from clusterlab.models.context_parallel import (
     cp_kv_bytes_backward_per_rank,
@@ -324,7 +325,7 @@ def _cp_s(shape, s, b, plan, ab, cell):
     sent = fwd * (2 if plan["rc"] == "full" else 1)
     sent += cp_kv_bytes_backward_per_rank(s, kv_hidden, cp, ab) * b / tp
     net = cell["net"]
-    if tp * cp <= cell["gpus_per_node"]:
+    if tp * cp <= cell["domain"]:
         send_s = sent / _busbw(fwd, cell["system"])
     else:
         send_s = sent / net.effective_Bps + 3 * (cp - 1) * net.alpha_s
@@ -339,7 +340,7 @@ def _ep_s(model, s, b, plan, ab, dispatch_b, cell):
     if ep == 1:
         return 0.0, 0.0
     tokens = max(1, (b * s) // (cp * tp))
-    per_node = max(1, cell["gpus_per_node"] // (tp * cp))
+    per_node = max(1, cell["domain"] // (tp * cp))
     args = (tokens, model.hidden, model.top_k, ep)
     where = dict(ranks_per_domain=per_node, nvlink=_NVLINK, network=cell["net"])
     fwd = ep_layer_alltoall_s(*args, dispatch_b, **where)["layer_s"] / 2
@@ -367,6 +368,39 @@ def _extra_flops_per_token(model, s, recompute, formula):
     if recompute == "full":
         extra += 2.0 * model.n_params + 4.0 * attn
     return extra
+
+
+def placement(
+    tp: int, cp: int = 1, ep: int = 1, *, nvlink_domain: int = 8,
+    gpus_per_node: int = 8,
+) -> dict:  # fmt: skip
+    """Where each parallel group of a plan runs: on NVLink or over the network.
+
+    Ranks are placed TP innermost, then CP, then EP (Megatron-Core's order), so
+    a TP group spans ``tp`` neighbouring GPUs, a CP group's ring ``tp * cp``
+    and an EP group ``tp * cp * ep``; a group whose span fits in the NVLink
+    domain stays on NVLink. An EP group that does not fit sends part of its
+    all-to-all over NVLink (the peers in its domain) and the rest over the
+    network, as :func:`plan5d_row` counts it.
+
+    Args:
+        tp, cp, ep: the degrees, >= 1.
+        nvlink_domain, gpus_per_node: as in :func:`plan5d_row`.
+
+    Returns:
+        ``{"tp": ..., "cp": ..., "ep": ...}``, each "none" (degree 1),
+        "NVLink", "network" or, for EP only, "NVLink + network".
+    """
+    tp, cp, ep = (check_int(k, v, 1) for k, v in (("tp", tp), ("cp", cp), ("ep", ep)))
+    domain = scale_up_size(nvlink_domain, gpus_per_node)
+
+    def where(degree, span):
+        return "none" if degree == 1 else "NVLink" if span <= domain else "network"
+
+    out = {"tp": where(tp, tp), "cp": where(cp, tp * cp), "ep": where(ep, tp * cp * ep)}
+    if out["ep"] == "network" and domain // (tp * cp) > 1:
+        out["ep"] = "NVLink + network"
+    return out
 
 
 def _divisors(n):
@@ -398,6 +432,7 @@ def plan5d_row(
     matmul_efficiency: float | None = None,
     ep_overlap: float = 0.0,
     formula: str = "flash",
+    nvlink_domain: int = 8,
 ) -> dict:
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
@@ -414,6 +449,11 @@ def plan5d_row(
         usable_fraction, gpus_per_node, intra_node_system, inter_node_link,
             matmul_efficiency, formula: as in ``plan_row``.
         ep_overlap: share of the all-to-all time hidden behind compute, [0, 1].
+        nvlink_domain: GPUs one NVLink domain joins: 8 (the server, the
+            default) or 72 (a GB200 or GB300 NVL72 rack; ``gpus_per_node``
+            divides it). A TP, CP, EP or PP group, or the whole job, that
+            fits in it runs on NVLink (``intra_node_system``'s bus bandwidth);
+            a larger one crosses ``inter_node_link`` (:func:`placement`).
 
     Returns:
         ``plan_row``'s keys, plus ``cp``, ``ep``, ``precision``,
@@ -437,6 +477,7 @@ def plan5d_row(
     batch = check_int("global_batch", global_batch, 1)
     usable = check_float("usable_fraction", usable_fraction, 0.0, 1.0)
     hide_ep = check_float("ep_overlap", ep_overlap, 0.0, 1.0)
+    domain = scale_up_size(nvlink_domain, gpus_per_node)
     gpu_bytes, gpu_peak = _gpu_figures(gpu, precision)
     mem_cap = gpu_bytes if gpu_memory_bytes is None else gpu_memory_bytes
     peak = gpu_peak if peak_flops is None else peak_flops
@@ -471,16 +512,18 @@ def plan5d_row(
     hw_per_token = per_token + _extra_flops_per_token(shape, s, recompute, formula)
     compute_s = hw_per_token * tokens / n_gpus / (peak * eff)
     net = as_link(inter_node_link)
-    cell = dict(gpus_per_node=gpus_per_node, system=intra_node_system, net=net)
+    cell = dict(domain=domain, system=intra_node_system, net=net)
     cell["flops"] = peak * eff
     act_bytes = ab * (s // cp) * b * shape.hidden
     tp_count = (6 if recompute == "full" else 4) * layers * m
     tp_sent = 0.0 if tp == 1 else tp_count * act_bytes * 2 * (tp - 1) / tp
-    one_tp_s = _tp_s(act_bytes, tp, gpus_per_node, intra_node_system, net)
+    one_tp_s = _tp_s(
+        act_bytes, tp, gpus_per_node, intra_node_system, net, nvlink_domain
+    )
     tp_s = tp_count * one_tp_s
     pp_msg = act_bytes / tp
     pp_sent = 0.0 if pp == 1 else 2 * m * pp_msg
-    inside = tp * cp * pp <= gpus_per_node
+    inside = tp * cp * pp <= domain
     pp_bw = _busbw(pp_msg, intra_node_system) if inside else net.effective_Bps
     pp_s = pp_sent / pp_bw
     cp_sent = cp_s = 0.0
@@ -498,7 +541,7 @@ def plan5d_row(
     other, experts = split_params(model)
     gb = state[1]
     factor = 1.5 if zero_stage == 3 else 1.0
-    inside = n_gpus <= gpus_per_node
+    inside = n_gpus <= domain
     dp_sent = dp_s = 0.0
     groups = ((other / (tp * pp), dp * cp), (experts / (pp * ep), dp * cp // ep))
     for params, group in groups:
@@ -608,6 +651,7 @@ __all__ = [
     "layout_check",
     "layout_plan",
     "moe_shape",
+    "placement",
     "plan5d",
     "plan5d_row",
     "published_layout",

@@ -19,6 +19,7 @@ from clusterlab.models.collectives import (
     allreduce_time,
     allreduce_time_published,
     bus_bandwidth,
+    scale_up_size,
 )
 from clusterlab.models.links import as_link
 
@@ -50,38 +51,42 @@ def tp_allreduce_s(
     gpus_per_node: int = 8,
     intra_node_system: str = DEFAULT_INTRA_NODE_SYSTEM,
     inter_node_link=DEFAULT_INTER_NODE_LINK,
+    nvlink_domain: int = 8,
 ) -> float:
     """Seconds of one tensor-parallel all-reduce of ``nbytes`` over ``tp`` GPUs.
 
-    Inside a node: ``2(t-1)/t * S / busbw(S)`` with the published bus bandwidth
-    at this message size (it grows with the size: 150 GB/s at 58 MB, 370 GB/s
-    near 10 GB on 8 H100). Across nodes: a ring at the network link's rate
-    and latency.
+    Inside the NVLink domain: ``2(t-1)/t * S / busbw(S)`` with the published
+    bus bandwidth at this message size (it grows with the size: 150 GB/s at
+    58 MB, 370 GB/s near 10 GB on 8 H100). Beyond it: a ring at the network
+    link's rate and latency.
 
     Args:
         nbytes: bytes each GPU contributes, >= 0.
         tp: tensor-parallel degree, >= 1.
-        gpus_per_node: GPUs joined by NVLink, >= 1.
+        gpus_per_node: GPUs per server, >= 1.
         intra_node_system: a system of ``cl.published.collective_systems()``.
         inter_node_link: a name of ``cl.models.links.LINKS`` or a ``Link``.
+        nvlink_domain: 8 (NVLink ends at the server) or 72 (an NVL72 rack);
+            see ``cl.models.collectives.scale_up_size``.
 
     Returns:
         Seconds (0 for ``tp = 1``).
     """
     tp = check_int("tp", tp, 1)
+    domain = scale_up_size(nvlink_domain, gpus_per_node)
     if tp == 1:
         return 0.0
-    if tp <= gpus_per_node:
+    if tp <= domain:
         return float(allreduce_time_published(nbytes, tp, intra_node_system))
     net = as_link(inter_node_link)
     return float(allreduce_time(nbytes, tp, net.alpha_s, net.effective_Bps))
 
 
 @functools.lru_cache(maxsize=1024)
-def _tp_s(nbytes, tp, gpus_per_node, system, net):
+def _tp_s(nbytes, tp, gpus_per_node, system, net, nvlink_domain=8):
     return tp_allreduce_s(
         nbytes, tp, gpus_per_node=gpus_per_node, intra_node_system=system,
-        inter_node_link=net,
+        inter_node_link=net, nvlink_domain=nvlink_domain,
     )  # fmt: skip
 
 
