@@ -1,10 +1,12 @@
 """Record the book's runs across emulated nodes into data/cluster_runs.csv
 (all-reduces), data/heartbeat_runs.csv (a detector across a lossy link) and
-data/overlap_runs.csv (DDP's buckets across a slow link).
+data/overlap_runs.csv (DDP's buckets across a slow link) and
+data/torchft_cut_runs.csv (a torchft group's link cut and healed).
 
 Run as root on a Linux machine with nftables and pyroute2::
 
-    python scripts/record_cluster_runs.py [--heartbeats-only | --overlap-only]
+    python scripts/record_cluster_runs.py [--heartbeats-only | --overlap-only |
+                                           --cut-only]
 
 The network labs show these rows where a reader's machine cannot emulate nodes
 (Colab, macOS, no root). Each row carries its provenance: the machine, the
@@ -25,6 +27,10 @@ from clusterlab.cluster import experiments, recorded
 from clusterlab.cluster.support import why_not
 from clusterlab.data_parallel import overlap
 from clusterlab.failures import lossy
+from clusterlab.fault_tolerance import partition
+
+#: cuts recorded for the fault-tolerance lab (each about 15 s)
+CUTS = 3
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 OUT = DATA / f"{recorded.TABLE}.csv"
@@ -56,6 +62,21 @@ def main() -> int:
         path = DATA / f"{overlap.TABLE}.csv"
         sweep.to_csv(path, index=False, float_format="%.6g")
         print(f"wrote {len(sweep)} rows to {path.name}")
+        return 0
+    if "--cut-only" in sys.argv:
+        rows = []
+        for i in range(CUTS):
+            run = partition.cut_and_heal(**partition.EXPERIMENT)
+            rows.append(partition.cut_summary(run))
+            print(f"cut {i + 1} of {CUTS}: stall {rows[-1]['stall_s']:.2f} s")
+        cuts = pd.DataFrame(rows)[partition.COLUMNS].assign(**provenance)
+        cuts["source"] = (
+            "recorded run: torchft 0.2.0, a lighthouse and three replica groups on "
+            "three emulated nodes, node 2 cut off both ways by nftables"
+        )
+        path = DATA / f"{partition.TABLE}.csv"
+        cuts.to_csv(path, index=False, float_format="%.6g")
+        print(f"wrote {len(cuts)} rows to {path.name}")
         return 0
     if "--heartbeats-only" not in sys.argv:
         tables = []

@@ -72,6 +72,16 @@ TABLES = {
         "delivered",
         "false_alarms",
     ],  # fmt: skip
+    "torchft_cut_runs": [
+        "timeout_s",
+        "heartbeat_s",
+        "cut_s",
+        "stall_s",
+        "back_s",
+        "restarts",
+        "healed_from",
+        "steps",
+    ],  # fmt: skip
     "overlap_runs": [
         "cap_mib",
         "buckets",
@@ -107,8 +117,9 @@ COUNTS |= {"n_kv_heads", "head_dim", "kv_latent_dim"}  # serving_models
 UNIT_SUFFIXES += ("_ms", "_percent")
 COUNTS |= {"sent", "delivered", "false_alarms"}
 COUNTS |= {"buckets"}  # the recorded DDP sweep across a slow link
+COUNTS |= {"restarts", "steps"}  # the recorded torchft cuts
 #: Counts that may be zero (a model with no shared expert; the first repetition).
-ZERO_ALLOWED = {"n_shared_experts", "rep"}
+ZERO_ALLOWED = {"n_shared_experts", "rep", "restarts"}
 
 
 def test_every_table_of_data_is_checked_here_and_described_in_its_readme():

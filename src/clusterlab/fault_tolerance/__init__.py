@@ -8,6 +8,7 @@ role (``docs/architecture.md``), and loads on first use.
 - ``loopback``: keeps the lighthouse, the manager server, the store and gloo on
   ``127.0.0.1``.
 - ``measure``: a lighthouse and groups, one SIGKILL and a restart, measured.
+- ``partition``: a group's link cut across emulated nodes, beside the SIGKILL.
 - ``sim``: failure schedules, and their cost replayed for each way of recovering.
 - ``race``: one schedule run twice, under torchft and under torchrun's restarts,
   each set against its replay.
@@ -24,6 +25,12 @@ role (``docs/architecture.md``), and loads on first use.
 from clusterlab.core.lazy import submodules
 
 # The role of each file not named by its role.
-ROLES = {"train": "ranks", "loopback": "ranks", "spikes": "measure", "race": "measure"}
+ROLES = {
+    "train": "ranks",
+    "loopback": "ranks",
+    "spikes": "measure",
+    "race": "measure",
+    "partition": "measure",
+}
 
 __getattr__, __dir__ = submodules(__name__, __path__)

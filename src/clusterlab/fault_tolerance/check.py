@@ -140,21 +140,86 @@ def healed_after_kill(log: pd.DataFrame, killed: str, kill_step: int) -> bool:
     )
 
 
-def loopback_only(listeners: dict) -> bool:
-    """Every listening address of every process is a loopback one."""
+def loopback_only(listeners: dict, nodes=()) -> bool:
+    """Every listening address of every process is a loopback one, or one of
+    ``nodes`` (the book's own emulated nodes' addresses, which exist only
+    inside those nodes)."""
     if not isinstance(listeners, dict) or not listeners:
         raise ValueError(f"listeners={listeners!r} must map process names to addresses")
-    wide = {
-        n: [a for a in addrs if not loopback.is_loopback(a)]
-        for n, addrs in listeners.items()
-    }
+    own = {str(n) for n in nodes}
+    allowed = lambda a: loopback.is_loopback(a) or a.rsplit(":", 1)[0] in own  # noqa: E731
+    wide = {n: [a for a in addrs if not allowed(a)] for n, addrs in listeners.items()}
     wide = {n: a for n, a in wide.items() if a}
     if wide:
-        raise AssertionError(f"listening beyond loopback: {wide}")
+        where = "loopback" + (" or the emulated nodes" if own else "")
+        raise AssertionError(f"listening beyond {where}: {wide}")
     count = sum(len(a) for a in listeners.values())
+    where = "loopback" + (f" or the nodes' own addresses {sorted(own)}" if own else "")
     return passed(
-        "loopback_only",
-        f"{count} listeners of {len(listeners)} processes, all loopback",
+        "loopback_only", f"{count} listeners of {len(listeners)} processes, all {where}"
+    )
+
+
+#: how much sooner than its timeout a collective may give up (the timer's grain)
+CUT_EARLY_S = 0.25
+#: how much later than the timeout the survivors may commit: a new quorum (the
+#: lighthouse dropped the silent group a heartbeat timeout after the cut) and a step
+CUT_LATE_S = 2.0
+
+
+COLUMNS_OF_A_CUT = ("timeout_s", "heartbeat_s", "cut_s", "stall_s", "back_s",
+                    "restarts", "healed_from")  # fmt: skip
+
+
+def cut_waits_for_the_timeout(table: pd.DataFrame) -> bool:
+    """A cut link is found by the collective's timeout, and its group heals in place.
+
+    For each row (``partition.COLUMNS``): the survivors' next commit came no
+    sooner than the collective timeout (less ``CUT_EARLY_S``) and no later
+    than ``CUT_LATE_S`` after it; a model in which a cut is found like a
+    crash, a heartbeat timeout after it, fails when the timeout is the longer.
+    The cut-off group was not restarted, healed from a live peer, and trained
+    again within a timeout and ``CUT_LATE_S`` of the heal.
+    """
+    check_columns(table, list(COLUMNS_OF_A_CUT), "the cut table")
+    if table.empty:
+        raise ValueError("table has no row: measure a cut first")
+    for row in table.itertuples():
+        lo, hi = row.timeout_s - CUT_EARLY_S, row.timeout_s + CUT_LATE_S
+        if not lo <= row.stall_s <= hi:
+            crash = abs(row.stall_s - row.heartbeat_s) < abs(
+                row.stall_s - row.timeout_s
+            )
+            hint = (
+                " (about the heartbeat timeout: as fast as a crash, which a silent "
+                "link cannot be)"
+                if crash
+                else ""
+            )
+            raise AssertionError(
+                f"the survivors' stall after the cut was {row.stall_s:.2f} s, outside "
+                f"[{lo:.2f}, {hi:.2f}] s around the collective timeout "
+                f"{row.timeout_s:g} s{hint}"
+            )
+        if row.restarts:
+            raise AssertionError(
+                "the cut-off group was restarted: it should heal in place"
+            )
+        if row.healed_from is None or pd.isna(row.healed_from):
+            raise AssertionError(
+                "the cut-off group rejoined without healing from a peer"
+            )
+        if not 0 <= row.back_s <= row.timeout_s + CUT_LATE_S:
+            raise AssertionError(
+                f"the cut-off group trained again {row.back_s:.2f} s after the heal: "
+                f"allowed 0 to {row.timeout_s + CUT_LATE_S:g} s"
+            )
+    stalls = ", ".join(f"{v:.2f}" for v in table["stall_s"])
+    return passed(
+        "cut_waits_for_the_timeout",
+        f"stall {stalls} s after a cut with a {table['timeout_s'].iloc[0]:g} s "
+        f"timeout (a crash's: about {table['heartbeat_s'].iloc[0]:g} s); healed in "
+        "place from a live peer",
     )
 
 
@@ -295,6 +360,7 @@ def spike_triage(spiked, clean, skipped, found, bad_step: int) -> str:
 
 __all__ = [
     "spike_triage",
+    "cut_waits_for_the_timeout",
     "every_step_committed",
     "exactly_once",
     "goodput_matches_replay",

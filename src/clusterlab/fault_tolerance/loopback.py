@@ -18,20 +18,35 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
 
 
-def loopback_env(env: dict | None = None) -> dict:
-    """Set the variables that keep gloo and the store on loopback; return ``env``.
+def interface_of(host: str) -> str:
+    """The name of the interface that holds address ``host`` here ("lo" for
+    127.0.0.1; "eth0" for an emulated node's own address inside that node)."""
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == host for a in addrs):
+            return name
+    raise ValueError(f"host={host!r} is no address of this machine's interfaces")
+
+
+def loopback_env(env: dict | None = None, host: str = LOOPBACK) -> dict:
+    """Set the variables that keep gloo and the store on ``host``; return ``env``.
 
     Args:
         env: the mapping to change (``os.environ`` when None).
+        host: loopback, or an emulated node's own address (run inside the
+            node: gloo is told that address's interface).
     """
     env = os.environ if env is None else env
-    env["MASTER_ADDR"] = LOOPBACK
-    env["GLOO_SOCKET_IFNAME"] = "lo"
-    env["TP_SOCKET_IFNAME"] = "lo"
+    ifname = "lo" if host == LOOPBACK else interface_of(host)
+    env["MASTER_ADDR"] = host
+    env["GLOO_SOCKET_IFNAME"] = ifname
+    env["TP_SOCKET_IFNAME"] = ifname
     return env
 
 
@@ -73,7 +88,7 @@ def loopback_manager_server(module=None, host: str = LOOPBACK):
     return original
 
 
-def loopback_store(timeout_s: float = 30.0):
+def loopback_store(timeout_s: float = 30.0, host: str = LOOPBACK):
     """A ``TCPStore`` master listening on ``127.0.0.1`` at a free port.
 
     The store is handed a socket already bound to loopback (``master_listen_fd``),
@@ -88,11 +103,11 @@ def loopback_store(timeout_s: float = 30.0):
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((LOOPBACK, 0))
+    sock.bind((host, 0))
     sock.listen(128)
     port = sock.getsockname()[1]
     store = TCPStore(
-        LOOPBACK,
+        host,
         port,
         is_master=True,
         wait_for_workers=False,
@@ -110,20 +125,48 @@ def free_port(host: str = LOOPBACK) -> int:
 
 
 def listening_addresses(pid: int) -> list[str]:
-    """The local addresses on which process ``pid`` listens (TCP), as strings."""
-    import psutil
+    """The local addresses on which process ``pid`` listens (TCP), as strings.
 
+    Read from the process's own ``/proc/PID/net/tcp`` and ``tcp6``, which show
+    the sockets of its network namespace: a process on an emulated node lives
+    in another namespace than the caller, where psutil's table would not see
+    its sockets.
+    """
+    import ipaddress
+
+    proc = Path(f"/proc/{int(pid)}")
+    inodes = set()
     try:
-        conns = psutil.Process(pid).net_connections(kind="inet")
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        fds = list((proc / "fd").iterdir())
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
         return []
-    return sorted(
-        {
-            f"{c.laddr.ip}:{c.laddr.port}"
-            for c in conns
-            if c.status == psutil.CONN_LISTEN
-        }
-    )
+    for fd in fds:
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile (the listing's own fd among them)
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for table, width in (("tcp", 4), ("tcp6", 16)):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except (FileNotFoundError, PermissionError):
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] != "0A" or cols[9] not in inodes:  # 0A: LISTEN
+                continue
+            hex_ip, hex_port = cols[1].split(":")
+            raw = bytes.fromhex(hex_ip)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, width, 4))
+            ip = ipaddress.ip_address(raw)
+            if ip.version == 6 and ip.ipv4_mapped:
+                ip = ip.ipv4_mapped
+            host = f"[{ip}]" if ip.version == 6 else str(ip)
+            found.add(f"{host}:{int(hex_port, 16)}")
+    return sorted(found)
 
 
 def is_loopback(address: str) -> bool:
@@ -137,6 +180,7 @@ def is_loopback(address: str) -> bool:
 __all__ = [
     "LOOPBACK",
     "free_port",
+    "interface_of",
     "is_loopback",
     "listening_addresses",
     "loopback_env",

@@ -144,6 +144,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--min-replicas", type=int, default=2, help="groups a commit needs")
     p.add_argument("--timeout-s", type=float, default=5.0, help="collective timeout")
     p.add_argument("--max-seconds", type=float, default=300.0, help="give up after")
+    p.add_argument(
+        "--host", default="127.0.0.1",
+        help="the address every listener binds: loopback, or an emulated node's own",
+    )  # fmt: skip
     args = p.parse_args(argv)
     try:
         check_int("steps", args.steps, 1, 1_000_000)
@@ -157,6 +161,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         check_float("step_ms", args.step_ms, 0.0, 10_000.0)
         check_float("timeout_s", args.timeout_s, 0.5, 600.0)
         check_float("max_seconds", args.max_seconds, 1.0, 86_400.0)
+        import ipaddress
+
+        try:
+            ipaddress.IPv4Address(args.host)
+        except ValueError:
+            raise ValueError(
+                f"host={args.host!r} must be an IPv4 address, e.g. 127.0.0.1"
+            ) from None
     except ValueError as err:
         p.error(str(err))
     return args
@@ -179,7 +191,8 @@ def train(args: argparse.Namespace) -> int:
     """Run one replica group until step ``args.steps`` commits; return 0."""
     from clusterlab.fault_tolerance import loopback
 
-    loopback.loopback_env()
+    host = args.host
+    loopback.loopback_env(host=host)
     from datetime import timedelta
 
     import torch
@@ -188,8 +201,8 @@ def train(args: argparse.Namespace) -> int:
     from torchft.checkpointing.pg_transport import PGTransport
 
     torch.set_num_threads(1)
-    loopback.loopback_manager_server()
-    store, port, _sock = loopback.loopback_store()
+    loopback.loopback_manager_server(host=host)
+    store, port, _sock = loopback.loopback_store(host=host)
     timeout = timedelta(seconds=args.timeout_s)
 
     model = make_model(args.seed)
@@ -219,11 +232,11 @@ def train(args: argparse.Namespace) -> int:
         min_replica_size=args.min_replicas,
         rank=0,
         world_size=1,
-        store_addr=loopback.LOOPBACK,
+        store_addr=host,
         store_port=port,
         lighthouse_addr=args.lighthouse,
         replica_id=str(args.replica_id),
-        hostname=loopback.LOOPBACK,
+        hostname=host,
         checkpoint_transport=PGTransport(pg, timeout, torch.device("cpu")),
         init_sync=False,
         timeout=timeout,
