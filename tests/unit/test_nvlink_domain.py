@@ -135,3 +135,15 @@ def test_the_cluster_allreduce_groups_whole_nodes_inside_the_rack():
     assert full == pytest.approx(
         M.collectives.allreduce_time_published(grads, 72, ic.DEFAULT_INTRA)
     )
+
+
+def test_domain_comparison_is_the_plan_at_each_domain():
+    ds = P5.moe_shape()
+    plan = P5.layout_plan(P5.published_layout("DeepSeek-V3 pre-training"))
+    table = P5.domain_comparison(ds, plan).set_index("nvlink_domain")
+    assert table.loc[8, "ep_on"] == "NVLink + network"
+    assert table.loc[72, "ep_on"] == "NVLink"
+    assert table.loc[8, "step_s"] == P5.plan5d_row(ds, **plan)["step_s"]
+    assert table.loc[72, "tokens_per_s"] > table.loc[8, "tokens_per_s"]
+    with pytest.raises(ValueError, match="nvlink_domain=36"):
+        P5.domain_comparison(ds, plan, nvlink_domains=(8, 36))

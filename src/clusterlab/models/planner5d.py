@@ -403,6 +403,30 @@ def placement(
     return out
 
 
+def domain_comparison(model, plan: dict, nvlink_domains=(8, 72)) -> pd.DataFrame:
+    """One plan in NVLink domains of different sizes, with the same figures.
+
+    Args:
+        model: a ``ModelShape`` or :class:`MoEShape`.
+        plan: :func:`plan5d_row` arguments (e.g. :func:`layout_plan`'s).
+        nvlink_domains: sizes from ``cl.models.collectives.NVLINK_DOMAINS``.
+
+    Returns:
+        One row per domain: ``nvlink_domain``, where TP, CP and EP run
+        (``tp_on, cp_on, ep_on``, see :func:`placement`), ``tp_comm_s``,
+        ``cp_comm_s``, ``ep_comm_s``, ``step_s`` and ``tokens_per_s``.
+    """
+    rows = []
+    for d in nvlink_domains:
+        r = plan5d_row(model, **(plan | {"nvlink_domain": d}))
+        g = plan.get("gpus_per_node", 8)
+        on = placement(r["tp"], r["cp"], r["ep"], nvlink_domain=d, gpus_per_node=g)
+        row = {"nvlink_domain": d} | {f"{k}_on": v for k, v in on.items()}
+        keys = ("tp_comm_s", "cp_comm_s", "ep_comm_s", "step_s", "tokens_per_s")
+        rows.append(row | {k: float(r[k]) for k in keys})
+    return pd.DataFrame(rows)
+
+
 def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -648,6 +672,7 @@ def plan5d(
 __all__ = [
     "MoEShape",
     "dense_shape",
+    "domain_comparison",
     "layout_check",
     "layout_plan",
     "moe_shape",
