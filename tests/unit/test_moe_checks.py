@@ -64,12 +64,15 @@ def test_alltoall_bytes_match_the_model():
     assert (table.rel == 0).all()
 
 
+LARGE = make_case([256, 128, 256, 192], 8, 2, seed=4)  # the lab's last case
+
+
 def test_alltoall_bytes_fails_when_the_model_counts_every_copy():
     model = cl.models.moe.alltoall_bytes_per_rank
-    sent = [model(t, 8, 2, 3, 4) for t in CASE["tokens_per_rank"]]
+    sent = [model(t, LARGE["hidden"], 2, 4, 4) for t in LARGE["tokens_per_rank"]]
     every_copy = lambda t, h, k, ep, b: t * h * k * b  # noqa: E731
     with pytest.raises(AssertionError, match="rank 0"):
-        checks.alltoall_bytes_match(sent, CASE, model=every_copy)
+        checks.alltoall_bytes_match(sent, LARGE, model=every_copy)
 
 
 SWEEP = cl.experts.sim.busiest_expert_sweep(512, 2, (4, 16, 64), n_draws=40, seed=0)
@@ -162,3 +165,30 @@ def test_widget_controls_redraw():
 def test_route_weights_sum_to_one():
     w, ids = route(torch.randn(5, 6), 2)
     assert torch.allclose(w.sum(1), torch.ones(5)) and ids.shape == (5, 2)
+
+
+def test_alltoall_bytes_allow_routing_noise_and_no_more():
+    # uniform within a few binomial deviations, not 15%
+    case = LARGE
+    model = cl.models.moe.alltoall_bytes_per_rank
+    want = [model(t, case["hidden"], 2, 4, 4) for t in case["tokens_per_rank"]]
+    copy = case["hidden"] * 4
+    near = [w + 3 * copy for w in want]  # three copies more than uniform: routing
+    assert len(checks.alltoall_bytes_match(near, case)) == 4
+    own_share = [w * 4 / 3 for w in want]  # a model's slip: the rank's own share too
+    with pytest.raises(AssertionError, match="standard deviations"):
+        checks.alltoall_bytes_match(own_share, case)
+    ten_percent = [w * 1.1 for w in want]  # passed the old flat 15% gate
+    with pytest.raises(AssertionError, match="random routing allows"):
+        checks.alltoall_bytes_match(ten_percent, case, sigmas=2.0)
+
+
+def test_alltoall_bytes_counted_below_must_equal_the_plan():
+    model = cl.models.moe.alltoall_bytes_per_rank
+    sent = [model(t, 8, 2, 3, 4) for t in CASE["tokens_per_rank"]]
+    assert len(checks.alltoall_bytes_match(sent, CASE, plan_bytes=sent)) == 3
+    padded = [b + 32 for b in sent]  # the plan says less than the wire carried
+    with pytest.raises(AssertionError, match="dispatch's plan"):
+        checks.alltoall_bytes_match(sent, CASE, plan_bytes=padded)
+    with pytest.raises(ValueError, match="sigmas"):
+        checks.alltoall_bytes_match(sent, CASE, sigmas=0)

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from clusterlab.core.checks import not_attempted, passed
+from clusterlab.core.validate import check_float
 from clusterlab.experts.workers import compare
 from clusterlab.models.moe import alltoall_bytes_per_rank, busiest_expert_load
 
@@ -57,40 +58,63 @@ def expert_layer_matches(results, cases, atol: float = 1e-5) -> pd.DataFrame:
 
 
 def alltoall_bytes_match(
-    sent_bytes, case, model=alltoall_bytes_per_rank, rtol: float = 0.15
-) -> pd.DataFrame:
+    sent_bytes, case, model=alltoall_bytes_per_rank, sigmas: float = 4.0,
+    plan_bytes=None,
+) -> pd.DataFrame:  # fmt: skip
     """Decide: each rank sent about the bytes the model predicts.
 
-    The model assumes uniform routing; a random router is uniform only on
-    average, so each rank may differ by ``rtol`` (a few standard deviations
-    of the binomial count at the lab's sizes).
+    The model assumes uniform routing. A random router is uniform only on
+    average: each of a rank's ``t * top_k`` copies lands on another rank with
+    chance ``(ep - 1) / ep``, so the count of copies it sends varies like a
+    binomial one, and each rank may differ from the model by ``sigmas`` of its
+    standard deviations (times a copy's bytes). A model that counts every copy,
+    or the rank's own share too, is off by a quarter or more at the lab's sizes
+    and fails.
 
     Args:
-        sent_bytes: bytes each rank sent to other ranks in one dispatch.
+        sent_bytes: bytes each rank sent to other ranks in one dispatch, counted
+            below ``torch.distributed`` (the lab's worker does).
         case: the case they came from (its tokens per rank, width, top_k).
         model: ``fn(tokens_per_rank, hidden, top_k, ep, bytes_per_value)``.
-        rtol: relative difference allowed per rank.
+        sigmas: standard deviations allowed per rank, in (0, 10].
+        plan_bytes: None, or the bytes the dispatch's own plan says each rank
+            sent: the counted bytes must equal them exactly (a dispatch that
+            ships its own share or padding over the wire fails).
     """
+    sigmas = check_float("sigmas", sigmas, 0.0, 10.0, low_inclusive=False)
     ep = len(sent_bytes)
     value_bytes = case["tokens"].element_size()
-    rows = []
     if ep != len(case["tokens_per_rank"]):
         raise ValueError(
             f"sent_bytes has {ep} ranks but the case has {len(case['tokens_per_rank'])}"
         )
+    if plan_bytes is not None:
+        for rank, (got, plan) in enumerate(zip(sent_bytes, plan_bytes, strict=True)):
+            if got != plan:
+                raise AssertionError(
+                    f"rank {rank}: the all-to-all was handed {got:,} B for other "
+                    f"ranks, but the dispatch's plan says {plan:,} B"
+                )
+    copy_bytes = case["hidden"] * value_bytes
+    off = (ep - 1) / ep
+    rows = []
     for rank, (got, t) in enumerate(
         zip(sent_bytes, case["tokens_per_rank"], strict=True)
     ):
         want = model(t, case["hidden"], case["top_k"], ep, value_bytes)
+        spread = (t * case["top_k"] * off * (1 - off)) ** 0.5 * copy_bytes
         rel = abs(got - want) / want if want else float(got != 0)
-        rows.append({"rank": rank, "sent_bytes": got, "model_bytes": want, "rel": rel})
+        rows.append({"rank": rank, "sent_bytes": got, "model_bytes": want,
+                     "allowed_bytes": sigmas * spread, "rel": rel})  # fmt: skip
     table = pd.DataFrame(rows)
-    worst = table.loc[table.rel.idxmax()]
-    if worst.rel > rtol:
+    miss = (table.sent_bytes - table.model_bytes).abs() - table.allowed_bytes
+    if (miss > 1e-9).any():
+        worst = table.loc[miss.idxmax()]
         raise AssertionError(
             f"rank {int(worst['rank'])} sent {worst.sent_bytes:,.0f} B but the model "
-            f"predicts {worst.model_bytes:,.0f} B ({worst.rel:.0%} off, allowed "
-            f"{rtol:.0%}): does the model count only copies bound for other ranks, "
+            f"predicts {worst.model_bytes:,.0f} B ({worst.rel:.0%} off; random "
+            f"routing allows {worst.allowed_bytes:,.0f} B, {sigmas:g} standard "
+            "deviations): does the model count only copies bound for other ranks, "
             "(ep - 1) / ep of them?"
         )
     return table

@@ -27,6 +27,7 @@ from clusterlab.experts.layer import (
     route,
 )
 from clusterlab.experts.ranks import combine, dispatch
+from clusterlab.tensor_parallel.measure import count_collectives
 
 
 def make_case(
@@ -120,8 +121,14 @@ def _run_case(rank, world_size, case) -> dict:
     logits = case["logits"][mine].to(device).requires_grad_()
     weights, ids = route(logits, case["top_k"])
     t0 = time.perf_counter()
-    inputs, plan = dispatch(x, ids, case["n_experts"], capacity=case["capacity"])
+    with count_collectives() as counted:  # below torch.distributed: what c10d sent
+        inputs, plan = dispatch(x, ids, case["n_experts"], capacity=case["capacity"])
     dispatch_s = time.perf_counter() - t0
+    tokens_moved = [
+        r
+        for r in counted.records
+        if r["op"] == "all_to_all" and r["dtype"] == str(x.dtype)
+    ]  # the tokens' exchange (the counts go first, as integers)
     out = combine([f(xi) for f, xi in zip(local, inputs, strict=True)], plan, weights)
     (out * case["grad_out"][mine].to(device)).sum().backward()
     off_rank = sum(plan.send_splits) - plan.send_splits[rank]
@@ -132,7 +139,10 @@ def _run_case(rank, world_size, case) -> dict:
         "grad_experts": _grads(local),
         "expert_rows": list(plan.expert_counts),
         "dropped": plan.dropped,
-        "sent_bytes": off_rank * x.shape[1] * x.element_size(),
+        "sent_bytes": sum(
+            sum(r["split_bytes"]) - r["split_bytes"][rank] for r in tokens_moved
+        ),  # fmt: skip
+        "plan_bytes": off_rank * x.shape[1] * x.element_size(),
         "dispatch_s": dispatch_s,
     }
 
@@ -148,8 +158,11 @@ def ep_worker(rank, world_size, cases=()):
         A list, one dict per case: this rank's ``out``, ``grad_tokens`` and
         ``grad_logits`` (its tokens' rows), ``grad_experts`` (its experts'),
         ``expert_rows`` (copies each local expert got), ``dropped`` (copies it
-        dropped), ``sent_bytes`` (bytes it sent to other ranks in the dispatch)
-        and ``dispatch_s`` (seconds the dispatch took).
+        dropped), ``sent_bytes`` (bytes it sent to other ranks in the dispatch,
+        counted below ``torch.distributed`` from the all-to-all's own input
+        splits: ``cl.tensor_parallel.measure.count_collectives``),
+        ``plan_bytes`` (the same from the dispatch's plan) and ``dispatch_s``
+        (seconds the dispatch took).
     """
     return [_run_case(rank, world_size, case) for case in cases]
 

@@ -39,13 +39,24 @@ def _first_tensors(arg) -> list[torch.Tensor]:
     return []
 
 
+def _split_bytes(sent: torch.Tensor, group, input_splits) -> list[int]:
+    """Bytes of ``sent`` bound for each rank of an all-to-all's group."""
+    row = sent[0].numel() * sent.element_size() if sent.dim() and len(sent) else 0
+    if len(input_splits):
+        return [int(n) * row for n in input_splits]
+    world = torch.distributed.ProcessGroup.unbox(group).size()
+    return [sent.numel() * sent.element_size() // world] * world
+
+
 class count_collectives(TorchDispatchMode):  # noqa: N801 - used like a function
     """Context manager: ``with count_collectives() as c: ...``; then ``c.records``.
 
-    Each record is ``{"op", "bytes", "phase"}``: the collective, the bytes of the
-    tensors it was given to send (its first argument: the input, which all-reduce
-    also overwrites), and ``"backward"`` when autograd's engine ran it, else
-    ``"forward"``.
+    Each record is ``{"op", "bytes", "phase", "dtype"}``: the collective, the
+    bytes of the tensors it was given to send (its first argument: the input,
+    which all-reduce also overwrites), ``"backward"`` when autograd's engine ran
+    it, else ``"forward"``, and the sent tensor's dtype. An all-to-all's record
+    also has ``split_bytes``: the bytes bound for each rank, in rank order, read
+    from the operator's own input splits (even splits where it was given none).
     """
 
     def __init__(self):
@@ -60,9 +71,12 @@ class count_collectives(TorchDispatchMode):  # noqa: N801 - used like a function
             sent = args[1] if name.endswith("_base_") else args[0]
             nbytes = sum(t.numel() * t.element_size() for t in _first_tensors(sent))
             phase = "backward" if torch._C._current_graph_task_id() >= 0 else "forward"
-            self.records.append(
-                {"op": _C10D_OPS[name], "bytes": nbytes, "phase": phase}
-            )
+            record = {"op": _C10D_OPS[name], "bytes": nbytes, "phase": phase}
+            tensors = _first_tensors(sent)
+            record["dtype"] = str(tensors[0].dtype) if tensors else None
+            if name == "alltoall_base_":
+                record["split_bytes"] = _split_bytes(args[1], args[2], args[4])
+            self.records.append(record)
         return func(*args, **(kwargs or {}))
 
 
