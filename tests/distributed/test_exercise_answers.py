@@ -101,6 +101,19 @@ WRONG = {
         "        dist.all_reduce(p.grad)\n",
         "divide by world_size",
     ),
+    "OverlappedDDP": (
+        "class OverlappedDDP(cl.data_parallel.answer.OverlappedDDP):\n"
+        "    def finish_gradient_synchronization(self):\n"
+        "        self.world_size = 1  # forgets to divide\n"
+        "        super().finish_gradient_synchronization()\n",
+        "divide by the world size",
+    ),
+    "ShardedOptimizer": (
+        "class ShardedOptimizer(cl.data_parallel.answer.ShardedOptimizer):\n"
+        "    def step(self, closure=None):\n"
+        "        self.local.step()  # no broadcast\n",
+        "broadcast each parameter",
+    ),
     "fsdp_bytes_per_rank": (
         "def fsdp_bytes_per_rank(n_params, world_size, zero_stage):\n"
         "    return 16 * n_params\n",

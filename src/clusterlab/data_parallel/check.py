@@ -1,6 +1,9 @@
 """Checks of data parallelism: the exercises, and the step's measured communication.
 
-``average_gradients`` and ``fsdp_bytes_per_rank`` check exercises.
+``average_gradients``, ``fsdp_bytes_per_rank``, ``OverlappedDDP`` and
+``ShardedOptimizer`` check exercises; the last two, named after the classes the
+reader writes, run them on real ranks against ``DistributedDataParallel`` and
+``torch.optim.AdamW``.
 ``comm_prediction`` checks the alpha–beta model of the per-tensor all-reduces
 against their time in real training steps, and ``step_parts`` checks what the
 data-parallel lab reads off its chart; both take measurements, so a wrong model
@@ -18,11 +21,14 @@ busy only a quiet rerun tells a missing alpha apart.
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.distributed as dist
 
 from clusterlab.core.busy import ratio_judge, retry
 from clusterlab.core.checks import launch_answer, not_attempted, passed
+from clusterlab.core.validate import check_int
 from clusterlab.data_parallel.ranks import dp_mlp, one_thread_per_rank
 
 #: Measured / predicted seen in the book's runs, fastest step (lowest, highest).
@@ -349,10 +355,452 @@ def overlap_matches_buckets(table) -> dict:
     return {"status": "pass" if ok else "miss", "text": text}
 
 
+# -- Overlapped, bucketed DDP ----------------------------------------------------
+#: Bucket caps the check tries, in MiB: one all-reduce per parameter, a cap that
+#: makes two or three buckets of the check's model, and one bucket for all.
+DDP_BUCKET_CAPS = (None, 0.005, 100.0)
+
+
+#: Steps of SGD the check takes with the reader's class and with DDP.
+DDP_STEPS = 3
+
+
+class TiedNet(torch.nn.Module):
+    """A small model with a tied, a frozen and a buffer-fed part, for the checks.
+
+    The output layer reuses the embedding's weight (one Parameter reached
+    twice), one ``Linear`` is frozen, and a buffer shifts the embedding. Its
+    trainable parameters in order: the embedding (also the output layer), two
+    hidden weights and their biases.
+
+    Args:
+        vocab: tokens, in [2, 4096].
+        width: features, in [1, 1024].
+    """
+
+    def __init__(self, vocab: int = 32, width: int = 32):
+        super().__init__()
+        vocab = check_int("vocab", vocab, 2, 4096)
+        width = check_int("width", width, 1, 1024)
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.hidden = torch.nn.Linear(width, width)
+        self.frozen = torch.nn.Linear(width, width)
+        self.frozen.requires_grad_(False)
+        self.out = torch.nn.Linear(width, width)
+        self.head = torch.nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embed.weight  # tied
+        self.register_buffer("shift", torch.randn(width))
+
+    def forward(self, tokens):
+        h = self.embed(tokens) + self.shift
+        h = torch.relu(self.frozen(torch.relu(self.hidden(h))))
+        return self.head(torch.relu(self.out(h)))
+
+
+def _tied_net(seed):
+    gen_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    net = TiedNet()
+    torch.random.set_rng_state(gen_state)
+    return net
+
+
+def _trainable(net):
+    return [p for p in net.parameters() if p.requires_grad]
+
+
+def _tokens(step, rank, seed):
+    gen = torch.Generator().manual_seed(seed + 7919 * rank + 104729 * step)
+    return torch.randint(0, 32, (16, 2), generator=gen)
+
+
+def _loss(net, tokens):
+    logits = net(tokens[:, 0])
+    return torch.nn.functional.cross_entropy(logits, tokens[:, 1])
+
+
+def _ddp_reference(rank, seed, steps):
+    """DDP's gradients per step, and this rank's own (un-averaged) ones."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    ddp = DistributedDataParallel(_tied_net(seed + rank))  # rank 0's weights win
+    start = _state(ddp.module)
+    plain = _tied_net(seed)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    want, own = [], []
+    for step in range(steps):
+        plain.load_state_dict(ddp.module.state_dict())
+        tokens = _tokens(step, rank, seed)
+        _loss(plain, tokens).backward()
+        own.append([p.grad.clone() for p in _trainable(plain)])
+        opt.zero_grad()
+        _loss(ddp, tokens).backward()
+        want.append([p.grad.clone() for p in _trainable(ddp.module)])
+        opt.step()
+    return want, own, start
+
+
+def _state(net):
+    """Copies of a model's parameters and buffers, by name."""
+    return {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+
+def _after_backward_s(net, tokens):
+    """Seconds of all-reduces started only after the backward pass (no overlap)."""
+    net.zero_grad()
+    _loss(net, tokens).backward()
+    start = time.perf_counter()
+    for p in net.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad)
+    return time.perf_counter() - start
+
+
+def _ddp_run(answer, cap, rank, seed, steps):
+    """The reader's class for one bucket cap: gradients, all-reduces, timings."""
+    calls, backward_on, original = [], [False], dist.all_reduce
+
+    def counting_all_reduce(*args, **kwargs):
+        calls.append((backward_on[0], bool(kwargs.get("async_op", False))))
+        return original(*args, **kwargs)
+
+    dist.all_reduce = counting_all_reduce  # only inside this forked rank
+    try:
+        net = _tied_net(seed + rank)
+        wrapped = answer(net) if cap is None else answer(net, bucket_size_mb=cap)
+        if not isinstance(wrapped, torch.nn.Module):
+            raise AssertionError("OverlappedDDP must be a torch.nn.Module")
+        initial = _state(net)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        got, exposed = [], []
+        for step in range(steps):
+            opt.zero_grad()
+            loss = _loss(wrapped, _tokens(step, rank, seed))
+            backward_on[0] = True
+            loss.backward()
+            backward_on[0] = False
+            start = time.perf_counter()
+            wrapped.finish_gradient_synchronization()
+            exposed.append(time.perf_counter() - start)
+            grads = [p.grad for p in _trainable(net)]
+            got.append([None if g is None else g.clone() for g in grads])
+            opt.step()
+    finally:
+        dist.all_reduce = original
+    plain = _tied_net(seed)  # no hooks: the all-reduces wait until backward ends
+    alone = min(_after_backward_s(plain, _tokens(0, rank, seed)) for _ in range(3))
+    params = [p.detach().clone() for p in net.parameters()]
+    return dict(
+        cap=cap, got=got, calls=calls, exposed_s=min(exposed), alone_s=alone,
+        params=params, start=initial,
+    )  # fmt: skip
+
+
+def _ddp_worker(rank, world_size, answer, seed, caps, steps):
+    one_thread_per_rank()
+    want, own, start = _ddp_reference(rank, seed, steps)
+    runs = [_ddp_run(answer, cap, rank, seed, steps) for cap in caps]
+    names = [n for n, p in _tied_net(seed).named_parameters() if p.requires_grad]
+    return dict(want=want, own=own, start=start, runs=runs, names=names)
+
+
+def _ddp_verdict(results, name):
+    """Raise AssertionError with a hint where the reader's class is not DDP."""
+    n, names = len(results), results[0]["names"]
+    tied = {"embed.weight"}
+    for k, run0 in enumerate(results[0]["runs"]):
+        cap = "None" if run0["cap"] is None else f"{run0['cap']:g} MiB"
+        for rank, r in enumerate(results):
+            for key, value in r["start"].items():
+                if not torch.equal(r["runs"][k]["start"][key], value):
+                    raise AssertionError(
+                        f"{name}(bucket_size_mb={cap}): after construction rank "
+                        f"{rank}'s {key} is not rank 0's; broadcast rank 0's "
+                        "parameters and buffers when the model is wrapped"
+                    )
+        for rank, r in enumerate(results):
+            run = r["runs"][k]
+            for step, (got, want) in enumerate(zip(run["got"], r["want"], strict=True)):
+                for i, (g, w) in enumerate(zip(got, want, strict=True)):
+                    if g is not None and torch.allclose(g, w, rtol=1e-4, atol=1e-6):
+                        continue
+                    at = (
+                        f"{name}(bucket_size_mb={cap}) on {n} ranks: rank {rank}'s "
+                        f"gradient of {names[i]} at step {step} is not DDP's"
+                    )
+                    if g is None:
+                        hint = "it has no gradient: keep the hooks, not replace .grad"
+                    elif torch.allclose(g, w * n, rtol=1e-4, atol=1e-5):
+                        hint = "it holds the sum over ranks: divide by the world size"
+                    elif torch.allclose(g, r["own"][step][i], rtol=1e-4, atol=1e-6):
+                        hint = (
+                            "it still holds this rank's own gradient: was its "
+                            "all-reduce (or its bucket's) ever started and waited for?"
+                        )
+                    elif names[i] in tied:
+                        hint = "it is tied (reached twice): hook and reduce it once"
+                    else:
+                        hint = (
+                            "check that every rank starts from rank 0's parameters "
+                            "and buffers, and that each parameter is reduced once"
+                        )
+                    if names[i] in tied and "tied" not in hint:
+                        hint += " (this parameter is tied: one Parameter, used twice)"
+                    raise AssertionError(f"{at}; {hint}")
+    _ddp_structure(results, name)
+
+
+def _ddp_structure(results, name):
+    """The reader's all-reduces: started during backward, async, counted."""
+    steps, n_params = len(results[0]["want"]), len(results[0]["names"])
+    for run in results[0]["runs"]:
+        cap, calls = run["cap"], run["calls"]
+        during = [c for c in calls if c[0]]
+        per_step = len(during) / steps
+        label = f"{name}(bucket_size_mb={cap})"
+        if not during:
+            raise AssertionError(
+                f"{label} started no dist.all_reduce during the backward pass: start "
+                "each one from register_post_accumulate_grad_hook as its gradient "
+                "(or its bucket) is ready, not in finish_gradient_synchronization"
+            )
+        if not all(is_async for _, is_async in during):
+            raise AssertionError(
+                f"{label} waits for each all-reduce inside the backward pass: pass "
+                "async_op=True and wait for the handles in "
+                "finish_gradient_synchronization, so the backward pass goes on"
+            )
+        if cap is None and per_step != n_params:
+            raise AssertionError(
+                f"{label} made {per_step:g} all-reduces per step; with no buckets "
+                f"there is one per trainable parameter ({n_params} here: a tied one "
+                "counts once, a frozen one not at all)"
+            )
+        if cap is not None and cap >= 1 and per_step != 1:
+            raise AssertionError(
+                f"{label} made {per_step:g} all-reduces per step, but every gradient "
+                "fits in one bucket of that size"
+            )
+        if cap is not None and cap < 1 and not 1 < per_step < n_params:
+            raise AssertionError(
+                f"{label} made {per_step:g} all-reduces per step; at that cap the "
+                f"{n_params} gradients fill more than one bucket and fewer than "
+                f"{n_params}: group them in reverse parameter order up to the cap"
+            )
+
+
+def OverlappedDDP(cls, world_size: int = 2) -> bool:
+    """Check the exercise: DDP's gradients, from hooks that overlap the backward pass.
+
+    The reader's class wraps a model with a tied embedding, a frozen layer and
+    a buffer, built with a different seed on each rank, and takes a few SGD
+    steps for each bucket cap in ``DDP_BUCKET_CAPS``. After every
+    ``finish_gradient_synchronization()`` each gradient must equal
+    ``DistributedDataParallel``'s from the same start on the same data. The
+    check also counts the all-reduces (started in the backward pass, async, one
+    per parameter or per bucket) and reports the communication left after the
+    backward pass, set beside the same all-reduces started only after it: a
+    measure, not a threshold, since two shared cores overlap little.
+
+    Args:
+        cls: the reader's ``OverlappedDDP(module, bucket_size_mb=None)``.
+        world_size: ranks, in [2, 4].
+
+    Returns:
+        True when it passes, False when ``cls`` is still a stub.
+    """
+    name = "OverlappedDDP"
+    if not callable(cls):
+        raise ValueError(f"cls={cls!r} must be your class OverlappedDDP")
+    world_size = check_int("world_size", world_size, 2, 4)
+    results = launch_answer(
+        name,
+        _ddp_worker,
+        world_size,
+        "If it ran out of time, check that no bucket waits for a gradient that never "
+        "comes (a frozen parameter) and that every handle is waited for.",
+        answer=cls,
+        seed=2025,
+        caps=DDP_BUCKET_CAPS,
+        steps=DDP_STEPS,
+    )
+    if results is None:
+        return not_attempted(name)
+    _ddp_verdict(results, name)
+    for k in range(len(DDP_BUCKET_CAPS)):
+        params = [r["runs"][k]["params"] for r in results]
+        for i, p in enumerate(params[0]):
+            if not all(torch.equal(p, q[i]) for q in params[1:]):
+                raise AssertionError(
+                    f"{name}: after the steps the ranks hold different values of "
+                    f"parameter {i}; start from rank 0's parameters and buffers"
+                )
+    runs = results[0]["runs"]
+    exposed = max(r["runs"][0]["exposed_s"] for r in results)
+    alone = max(r["runs"][0]["alone_s"] for r in results)
+    buckets = len([c for c in runs[1]["calls"] if c[0]]) // DDP_STEPS
+    return passed(
+        name,
+        f"DDP's gradients on {world_size} ranks with one all-reduce per parameter "
+        f"and with {buckets} buckets; after backward, {exposed * 1e3:.2f} ms left to "
+        f"wait against {alone * 1e3:.2f} ms for the same all-reduces started then",
+    )
+
+
+# -- ZeRO-1: a sharded optimizer -------------------------------------------------
+#: AdamW steps the check takes with the reader's optimizer and with a plain one.
+ZERO_STEPS = 4
+
+
+#: The most optimizer state a rank may hold, as a share of (total / world size).
+ZERO_STATE_SLACK = 1.25
+
+
+def _zero_model(seed):
+    gen_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    layers = [torch.nn.Linear(16, 16, bias=False) for _ in range(6)]
+    model = torch.nn.Sequential(*layers, torch.nn.LayerNorm(16))
+    torch.random.set_rng_state(gen_state)
+    return model
+
+
+def optimizer_state_bytes(optimizer) -> int:
+    """Bytes of tensors in an optimizer's state, and in optimizers it holds.
+
+    Args:
+        optimizer: a ``torch.optim.Optimizer``; optimizers among its attributes
+            (alone, or in a list, tuple or dict) are counted too, each tensor once.
+
+    Returns:
+        The bytes of the state's tensors (moments, step counters).
+    """
+    found, seen = [optimizer], set()
+    for value in vars(optimizer).values():
+        if isinstance(value, dict):
+            value = list(value.values())
+        items = value if isinstance(value, (list, tuple)) else [value]
+        found += [v for v in items if isinstance(v, torch.optim.Optimizer)]
+    total = 0
+    for opt in found:
+        for state in opt.state.values():
+            for t in state.values():
+                if isinstance(t, torch.Tensor) and t.data_ptr() not in seen:
+                    seen.add(t.data_ptr())
+                    total += t.numel() * t.element_size()
+    return total
+
+
+def _zero_step(model, opt, step, seed):
+    gen = torch.Generator().manual_seed(seed + step)  # the same batch on every rank
+    x = torch.randn(8, 16, generator=gen)
+    opt.zero_grad()
+    model(x).pow(2).mean().backward()
+    opt.step()
+
+
+def _zero_worker(rank, world_size, answer, seed, steps):
+    one_thread_per_rank()
+    plain = _zero_model(seed)
+    adamw = torch.optim.AdamW([p for p in plain[:-1].parameters()], lr=0.01)
+    adamw.add_param_group({"params": list(plain[-1].parameters()), "weight_decay": 0})
+    model = _zero_model(seed)
+    opt = answer(list(model[:-1].parameters()), torch.optim.AdamW, lr=0.01)
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise AssertionError("ShardedOptimizer must subclass torch.optim.Optimizer")
+    opt.add_param_group({"params": list(model[-1].parameters()), "weight_decay": 0})
+    for step in range(steps):
+        _zero_step(plain, adamw, step, seed)
+        _zero_step(model, opt, step, seed)
+    return dict(
+        got=[p.detach().clone() for p in model.parameters()],
+        want=[p.detach().clone() for p in plain.parameters()],
+        state_bytes=optimizer_state_bytes(opt),
+        full_bytes=optimizer_state_bytes(adamw),
+    )
+
+
+def ShardedOptimizer(cls, world_size: int = 2) -> bool:
+    """Check the exercise: AdamW's parameters, with 1/world_size of its state each.
+
+    Every rank builds the same model (seven tensors in two parameter groups, the
+    second added with ``add_param_group``) and takes ``ZERO_STEPS`` AdamW steps
+    with the reader's optimizer, on the same batches as a plain AdamW over the
+    whole model. The parameters must equal the plain AdamW's on every rank, and
+    no rank may hold more than ``ZERO_STATE_SLACK`` times the full state divided
+    by the world size (counted with ``optimizer_state_bytes``).
+
+    Args:
+        cls: the reader's ``ShardedOptimizer(params, optimizer_cls, **kwargs)``.
+        world_size: ranks, in [2, 4].
+
+    Returns:
+        True when it passes, False when ``cls`` is still a stub.
+    """
+    name = "ShardedOptimizer"
+    if not callable(cls):
+        raise ValueError(f"cls={cls!r} must be your class ShardedOptimizer")
+    world_size = check_int("world_size", world_size, 2, 4)
+    results = launch_answer(
+        name,
+        _zero_worker,
+        world_size,
+        "If it ran out of time, check that every rank broadcasts every parameter, "
+        "in the same order, from the rank that owns it.",
+        answer=cls,
+        seed=2026,
+        steps=ZERO_STEPS,
+    )
+    if results is None:
+        return not_attempted(name)
+    for rank, r in enumerate(results):
+        for i, (got, want) in enumerate(zip(r["got"], r["want"], strict=True)):
+            if torch.allclose(got, want, rtol=1e-5, atol=1e-6):
+                continue
+            same = all(torch.equal(got, q["got"][i]) for q in results)
+            hint = (
+                "every rank holds the same wrong value: is each parameter stepped "
+                "once, by its owner, with the group's hyperparameters (the second "
+                "group came from add_param_group)?"
+                if same
+                else "the ranks disagree: after the step, broadcast each parameter "
+                "from the rank that owns it"
+            )
+            raise AssertionError(
+                f"{name} on {world_size} ranks: rank {rank}'s parameter {i} after "
+                f"{ZERO_STEPS} steps is not AdamW's; {hint}"
+            )
+    full = results[0]["full_bytes"]
+    share = full / world_size
+    for rank, r in enumerate(results):
+        held = r["state_bytes"]
+        if held == 0:
+            raise AssertionError(
+                f"{name}: no optimizer state found on rank {rank}; keep the inner "
+                "optimizer of this rank's shard as an attribute of yours"
+            )
+        if held > ZERO_STATE_SLACK * share:
+            raise AssertionError(
+                f"{name}: rank {rank} holds {held:,} bytes of optimizer state, "
+                f"the whole model's is {full:,}: build optimizer_cls over this "
+                f"rank's shard only, about 1/{world_size} of the parameters"
+            )
+    most = max(r["state_bytes"] for r in results)
+    return passed(
+        name,
+        f"AdamW's parameters after {ZERO_STEPS} steps on {world_size} ranks; "
+        f"optimizer state {most:,} bytes per rank at most, of {full:,} in all",
+    )
+
+
 __all__ = [
+    "OverlappedDDP",
+    "ShardedOptimizer",
+    "TiedNet",
     "average_gradients",
     "comm_prediction",
     "fsdp_bytes_per_rank",
+    "optimizer_state_bytes",
     "overlap_matches_buckets",
     "step_parts",
 ]
