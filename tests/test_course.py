@@ -128,6 +128,45 @@ def test_the_instructor_edition_fills_every_exercise(kit, lab):
     ]
 
 
+def test_the_student_edition_tells_ai_assistants_not_to_solve_the_exercises(kit):
+    policy = (kit / "student" / course.AGENTS_FILE).read_text()
+    assert policy == course.STUDENT_AGENTS
+    lowered = " ".join(policy.lower().split())
+    for says in ("explain", "ask questions back", "book's chapter", "do not"):
+        assert says in lowered, says
+    assert "write, complete or correct the code of an exercise" in lowered
+    assert not (kit / "instructor" / course.AGENTS_FILE).exists()
+
+
+def test_a_stub_class_is_an_exercise_in_both_editions():
+    nb = nbformat.v4.new_notebook()
+    stub = (
+        "class Wrapper:\n"
+        "    def __init__(self, x):\n"
+        "        raise NotImplementedError\n\n"
+        "    def value(self):\n"
+        "        return 1\n\n\n"
+        "cl.topic.check.Wrapper(Wrapper)"
+    )
+    answer = (
+        "<details>\n<summary>Answer</summary>\n\n```python\n"
+        "class Wrapper:\n"
+        "    def __init__(self, x):\n"
+        "        self.x = x\n\n"
+        "    def value(self):\n"
+        "        return self.x\n"
+        "```\n</details>"
+    )
+    nb.cells = [nbformat.v4.new_code_cell(stub), nbformat.v4.new_markdown_cell(answer)]
+    assert course.stub_names(stub) == ["Wrapper"]
+    teacher = course.instructor_edition(nb)
+    filled = teacher.cells[1].source
+    assert "self.x = x" in filled and filled.endswith("cl.topic.check.Wrapper(Wrapper)")
+    assert course.stub_names(filled) == []
+    again = _code(course.student_edition(teacher))[0].source
+    assert course.stub_names(again) == ["Wrapper"] and "self.x" not in again
+
+
 def test_the_template_works_too():
     template = _read(TEMPLATE)
     student = course.student_edition(template)
