@@ -18,6 +18,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from clusterlab.core.counting import count_collectives
 from clusterlab.core.validate import check_int
 from clusterlab.experts.layer import (
     expert_slice,
@@ -27,7 +28,6 @@ from clusterlab.experts.layer import (
     route,
 )
 from clusterlab.experts.ranks import combine, dispatch
-from clusterlab.tensor_parallel.measure import count_collectives
 
 
 def make_case(
@@ -160,7 +160,7 @@ def ep_worker(rank, world_size, cases=()):
         ``expert_rows`` (copies each local expert got), ``dropped`` (copies it
         dropped), ``sent_bytes`` (bytes it sent to other ranks in the dispatch,
         counted below ``torch.distributed`` from the all-to-all's own input
-        splits: ``cl.tensor_parallel.measure.count_collectives``),
+        splits: ``cl.core.counting.count_collectives``),
         ``plan_bytes`` (the same from the dispatch's plan) and ``dispatch_s``
         (seconds the dispatch took).
     """

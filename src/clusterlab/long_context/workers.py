@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from clusterlab.core.counting import count_collectives
 from clusterlab.long_context.ranks import (
     ring_attention,
     ulysses_attention,
@@ -90,7 +91,11 @@ def context_attention_worker(
 
     Returns:
         One dict per case: the case, ``out, dq, dk, dv`` (this rank's shards),
-        the ring's ``stats`` and ``elapsed_s`` (forward and backward).
+        the ring's ``stats`` (what it counted itself), ``sent`` (bytes handed
+        to c10d's send and all-to-all operators in the ``"forward"`` and
+        ``"backward"`` passes, counted below ``torch.distributed`` by
+        ``cl.core.counting.count_collectives``) and ``elapsed_s``
+        (forward and backward, the counting included).
     """
     full = make_qkv(batch, heads, seq, head_dim, seed, dtype)
     results = []
@@ -102,14 +107,22 @@ def context_attention_worker(
         if q.is_cuda:
             torch.cuda.synchronize()
         start = time.perf_counter()
-        if case["method"] == "ring":
-            out = ring_attention(q, k, v, case["causal"], layout=layout, stats=stats)
-        else:
-            out = ulysses_attention(q, k, v, case["causal"])
-        _backward(out, dout)
+        with count_collectives() as counted:  # below torch.distributed
+            if case["method"] == "ring":
+                out = ring_attention(
+                    q, k, v, case["causal"], layout=layout, stats=stats
+                )
+            else:
+                out = ulysses_attention(q, k, v, case["causal"])
+            _backward(out, dout)
         if q.is_cuda:
             torch.cuda.synchronize()
         elapsed_s = time.perf_counter() - start
+        sent = {
+            phase: sum(r["bytes"] for r in counted.records
+                       if r["op"] in ("send", "all_to_all") and r["phase"] == phase)
+            for phase in ("forward", "backward")
+        }  # fmt: skip
         results.append(
             dict(
                 case=dict(case),
@@ -118,6 +131,7 @@ def context_attention_worker(
                 dk=k.grad.cpu(),
                 dv=v.grad.cpu(),
                 stats=stats,
+                sent=sent,
                 elapsed_s=elapsed_s,
             )
         )

@@ -1,11 +1,9 @@
 """Counting what tensor parallelism sends, from below ``torch.distributed``.
 
-``count_collectives`` watches the operators that reach PyTorch's dispatcher
-and records every c10d collective (``allreduce_``, ``_allgather_base_``,
-``_reduce_scatter_base_``, ``broadcast_``, ...) with the bytes of the tensors
-handed to it. It sits below ``torch.distributed``'s Python functions, so it sees
-every collective whoever calls it, and it knows nothing of the log that
-``TensorParallelMLP`` keeps: the two can be compared.
+``count_collectives`` (``cl.core.counting``, kept here under its first name)
+watches the operators that reach PyTorch's dispatcher and records every c10d
+collective with the bytes of the tensors handed to it. It knows nothing of the
+log that ``TensorParallelMLP`` keeps: the two can be compared.
 
 ``tp_count_worker`` runs the tensor-parallel MLP's forward and backward under
 that counter.
@@ -13,71 +11,7 @@ that counter.
 
 from __future__ import annotations
 
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
-# c10d operator name -> the collective it is, as the models name them.
-_C10D_OPS = {
-    "allreduce_": "all_reduce",
-    "allreduce_coalesced_": "all_reduce",
-    "_allgather_base_": "all_gather",
-    "allgather_": "all_gather",
-    "_reduce_scatter_base_": "reduce_scatter",
-    "reduce_scatter_": "reduce_scatter",
-    "broadcast_": "broadcast",
-    "alltoall_base_": "all_to_all",
-    "send": "send",
-    "recv_": "recv",
-}
-
-
-def _first_tensors(arg) -> list[torch.Tensor]:
-    if isinstance(arg, torch.Tensor):
-        return [arg]
-    if isinstance(arg, (list, tuple)):
-        return [t for a in arg for t in _first_tensors(a)]
-    return []
-
-
-def _split_bytes(sent: torch.Tensor, group, input_splits) -> list[int]:
-    """Bytes of ``sent`` bound for each rank of an all-to-all's group."""
-    row = sent[0].numel() * sent.element_size() if sent.dim() and len(sent) else 0
-    if len(input_splits):
-        return [int(n) * row for n in input_splits]
-    world = torch.distributed.ProcessGroup.unbox(group).size()
-    return [sent.numel() * sent.element_size() // world] * world
-
-
-class count_collectives(TorchDispatchMode):  # noqa: N801 - used like a function
-    """Context manager: ``with count_collectives() as c: ...``; then ``c.records``.
-
-    Each record is ``{"op", "bytes", "phase", "dtype"}``: the collective, the
-    bytes of the tensors it was given to send (its first argument: the input,
-    which all-reduce also overwrites), ``"backward"`` when autograd's engine ran
-    it, else ``"forward"``, and the sent tensor's dtype. An all-to-all's record
-    also has ``split_bytes``: the bytes bound for each rank, in rank order, read
-    from the operator's own input splits (even splits where it was given none).
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.records: list[dict] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if func.namespace == "c10d" and name in _C10D_OPS:
-            # allreduce_/broadcast_ take a list of tensors first; the *_base_
-            # ops take (output, input): the input is what this rank sends.
-            sent = args[1] if name.endswith("_base_") else args[0]
-            nbytes = sum(t.numel() * t.element_size() for t in _first_tensors(sent))
-            phase = "backward" if torch._C._current_graph_task_id() >= 0 else "forward"
-            record = {"op": _C10D_OPS[name], "bytes": nbytes, "phase": phase}
-            tensors = _first_tensors(sent)
-            record["dtype"] = str(tensors[0].dtype) if tensors else None
-            if name == "alltoall_base_":
-                record["split_bytes"] = _split_bytes(args[1], args[2], args[4])
-            self.records.append(record)
-        return func(*args, **(kwargs or {}))
+from clusterlab.core.counting import count_collectives
 
 
 def tp_count_worker(rank, world_size, batch=2, seq=8, hidden=16, ffn=64, seed=0):
