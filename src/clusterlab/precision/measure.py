@@ -226,12 +226,15 @@ def fp8_allgather_worker(rank, world_size, n_values=1 << 16, seed=0):
 
     Returns:
         A list of dicts, one per format: ``precision, received_bytes`` (the
-        other ranks' tensors this rank received), ``relative_error`` of the
+        other ranks' tensors this rank received, counted at c10d's all-gather
+        operator by ``cl.core.counting.count_collectives``), ``relative_error`` of the
         gathered tensor against the fp32 weights, and ``time_s``.
     """
     import time
 
     import torch.distributed as dist
+
+    from clusterlab.core.counting import count_collectives
 
     n = check_int("n_values", n_values, world_size)
     if n % world_size:
@@ -250,12 +253,13 @@ def fp8_allgather_worker(rank, world_size, n_values=1 << 16, seed=0):
             low = shard.to(torch_dtype(precision))
             wire = [low.view(torch.uint8) if precision == "bf16" else low]
         got = []
-        for t in wire:
-            parts = [torch.empty_like(t) for _ in range(world_size)]
-            dist.all_gather(parts, t)
-            got.append(parts)
-        received = sum(p.nbytes for parts in got for i, p in enumerate(parts)
-                       if i != rank)  # fmt: skip
+        with count_collectives() as counted:  # below torch.distributed
+            for t in wire:
+                parts = [torch.empty_like(t) for _ in range(world_size)]
+                dist.all_gather(parts, t)
+                got.append(parts)
+        received = sum(r["received_bytes"] for r in counted.records
+                       if r["op"] == "all_gather")  # fmt: skip
         if precision == "fp8":
             pieces = [b.view(torch.float8_e4m3fn).float() * s
                       for b, s in zip(got[0], got[1], strict=True)]  # fmt: skip
