@@ -192,3 +192,32 @@ def test_alltoall_bytes_counted_below_must_equal_the_plan():
         checks.alltoall_bytes_match(sent, CASE, plan_bytes=padded)
     with pytest.raises(ValueError, match="sigmas"):
         checks.alltoall_bytes_match(sent, CASE, sigmas=0)
+
+
+RANKS_SWEEP = cl.experts.sim.busiest_expert_sweep(
+    1024, 2, (8, 32, 64), n_draws=40, seed=0, ep=8
+)
+
+
+def test_the_busiest_rank_sums_its_experts_and_the_model_agrees():
+    table = checks.busiest_rank_matches(RANKS_SWEEP, 1024, 2)
+    assert (table.rank_rel < 0.05).all()
+    # a rank of 8 experts is nearer its mean than its busiest expert is
+    row = table.set_index("n_experts").loc[64]
+    assert row.rank_imbalance < row.imbalance - 0.2
+
+
+def test_a_layer_priced_at_its_busiest_expert_fails_the_rank_check():
+    moe = cl.models.moe
+
+    def busiest_expert_pace(tokens, e, k, w):
+        return {"max_load": moe.busiest_expert_load(tokens, e, k)["imbalance"]
+                * tokens * k / w}  # fmt: skip
+
+    with pytest.raises(AssertionError, match="busiest expert"):
+        checks.busiest_rank_matches(RANKS_SWEEP, 1024, 2, model=busiest_expert_pace)
+    with pytest.raises(ValueError, match="ep=W"):
+        checks.busiest_rank_matches(SWEEP, 512, 2)
+    with pytest.raises(ValueError, match="ep=3 must divide"):
+        moe.busiest_rank_load(1024, 64, 2, 3)
+    assert moe.busiest_rank_load(100, 8, 2, 1)["imbalance"] == 1.0

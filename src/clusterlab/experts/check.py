@@ -21,7 +21,11 @@ import torch
 from clusterlab.core.checks import not_attempted, passed
 from clusterlab.core.validate import check_float
 from clusterlab.experts.workers import compare
-from clusterlab.models.moe import alltoall_bytes_per_rank, busiest_expert_load
+from clusterlab.models.moe import (
+    alltoall_bytes_per_rank,
+    busiest_expert_load,
+    busiest_rank_load,
+)
 
 
 def expert_layer_matches(results, cases, atol: float = 1e-5) -> pd.DataFrame:
@@ -146,6 +150,44 @@ def busiest_expert_matches(
     return table
 
 
+def busiest_rank_matches(
+    sweep: pd.DataFrame, tokens: int, top_k: int, model=busiest_rank_load,
+    rtol: float = 0.05,
+) -> pd.DataFrame:  # fmt: skip
+    """Decide: the sampled busiest rank's load is the order statistic's.
+
+    The layer waits for the busiest rank, the sum of its experts' loads, not
+    for the busiest expert: a model that prices the layer at the busiest
+    expert's imbalance overstates it once a rank holds several experts, and
+    fails here.
+
+    Args:
+        sweep: ``cl.experts.sim.busiest_expert_sweep(..., ep=W)``'s table.
+        tokens, top_k: what it routed.
+        model: ``fn(tokens, n_experts, top_k, ep)`` returning ``max_load``.
+        rtol: relative difference allowed.
+    """
+    if "busiest_rank_load" not in sweep:
+        raise ValueError("sweep has no busiest_rank_load: sample it with ep=W")
+    want = [
+        model(tokens, int(e), top_k, int(w))["max_load"]
+        for e, w in zip(sweep.n_experts, sweep.ep, strict=True)
+    ]
+    table = sweep.assign(model_rank_load=want)
+    table["rank_rel"] = (table.busiest_rank_load - table.model_rank_load).abs() / (
+        table.model_rank_load
+    )
+    worst = table.loc[table.rank_rel.idxmax()]
+    if worst.rank_rel > rtol:
+        raise AssertionError(
+            f"with {int(worst.n_experts)} experts on {int(worst.ep)} ranks the busiest "
+            f"rank took {worst.busiest_rank_load:.1f} copies on average but the model "
+            f"says {worst.model_rank_load:.1f} ({worst.rank_rel:.0%} off, allowed "
+            f"{rtol:.0%}): does it sum the rank's experts, or price the busiest expert?"
+        )
+    return table
+
+
 def aux_loss_balances(
     with_aux: pd.DataFrame, without_aux: pd.DataFrame, min_drop: float = 0.3
 ) -> dict:
@@ -215,6 +257,7 @@ __all__ = [
     "alltoall_bytes_match",
     "aux_loss_balances",
     "busiest_expert_matches",
+    "busiest_rank_matches",
     "dropped_copies",
     "expert_layer_matches",
 ]

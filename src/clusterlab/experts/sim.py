@@ -50,14 +50,22 @@ def routing_loads(
 
 
 def busiest_expert_sweep(
-    tokens: int, top_k: int, expert_counts=(2, 4, 8, 16, 32, 64), n_draws=100, seed=0
-) -> pd.DataFrame:
+    tokens: int, top_k: int, expert_counts=(2, 4, 8, 16, 32, 64), n_draws=100, seed=0,
+    ep: int | None = None,
+) -> pd.DataFrame:  # fmt: skip
     """Busiest expert over the mean load, sampled, for several numbers of experts.
+
+    Args:
+        tokens, top_k, expert_counts, n_draws, seed: the routings drawn.
+        ep: None, or ranks that hold the experts in equal contiguous shares
+            (each expert count must be a multiple of it): the table then also
+            has the busiest rank, the sum of its experts' loads.
 
     Returns:
         One row per expert count: ``n_experts``, ``mean_load`` (copies),
         ``busiest_load`` (mean over draws of the largest load) and
-        ``imbalance`` (their ratio).
+        ``imbalance`` (their ratio); with ``ep``, also ``ep``,
+        ``rank_mean_load``, ``busiest_rank_load`` and ``rank_imbalance``.
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -65,14 +73,18 @@ def busiest_expert_sweep(
         loads = routing_loads(tokens, e, top_k, n_draws, rng)
         mean = tokens * top_k / e
         busiest = float(loads.max(axis=1).mean())
-        rows.append(
-            {
-                "n_experts": int(e),
-                "mean_load": mean,
-                "busiest_load": busiest,
-                "imbalance": busiest / mean,
-            }
-        )
+        row = {"n_experts": int(e), "mean_load": mean, "busiest_load": busiest,
+               "imbalance": busiest / mean}  # fmt: skip
+        if ep is not None:
+            w = check_int("ep", ep, 1, int(e))
+            if e % w:
+                raise ValueError(f"ep={w} must divide every expert count (got {e})")
+            per_rank = loads.reshape(len(loads), w, e // w).sum(axis=2)
+            rank_mean = tokens * top_k / w
+            rank_busiest = float(per_rank.max(axis=1).mean())
+            row.update(ep=w, rank_mean_load=rank_mean, busiest_rank_load=rank_busiest,
+                       rank_imbalance=rank_busiest / rank_mean)  # fmt: skip
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -240,6 +240,45 @@ def busiest_expert_load(tokens: int, n_experts: int, top_k: int) -> dict:
     return {"mean_load": mu, "cv": cv, "max_load": mx, "imbalance": mx / mu}
 
 
+def busiest_rank_load(tokens: int, n_experts: int, top_k: int, ep: int) -> dict:
+    """Expected load of the busiest *rank*, each of ``ep`` holding ``E / ep`` experts.
+
+    A rank computes all of its experts' copies, so an expert-parallel layer
+    waits for the busiest rank, the sum of its ``E / ep`` experts' loads; the
+    copies a capacity factor drops are set by the busiest expert instead
+    (:func:`busiest_expert_load`). A token's ``top_k`` distinct experts land
+    on a rank's experts as a draw without replacement (hypergeometric): mean
+    ``top_k / ep``, variance ``top_k (1/ep)(1 - 1/ep)(E - top_k)/(E - 1)``;
+    summed over the tokens, the rank's load is close to normal, and the
+    busiest of ``ep`` ranks is the slowest of ``ep`` such workers. Summing
+    experts averages their noise out, so the busiest rank is nearer its mean
+    than the busiest expert is to its own.
+
+    Args:
+        tokens: tokens routed, >= 1.
+        n_experts: experts, in [2, 65536].
+        top_k: experts per token, in [1, n_experts].
+        ep: ranks, in [1, n_experts], dividing ``n_experts``.
+
+    Returns:
+        A dict: ``mean_load`` (copies per rank), ``cv``, ``max_load`` and
+        ``imbalance`` (``max_load / mean_load``: the layer's slowdown).
+    """
+    t = check_int("tokens", tokens, 1)
+    e = check_int("n_experts", n_experts, 2, 65536)
+    k = check_int("top_k", top_k, 1, e)
+    w = check_int("ep", ep, 1, e)
+    if e % w:
+        raise ValueError(f"ep={w} must divide n_experts={e}")
+    mu = t * k / w
+    if w == 1:
+        return {"mean_load": mu, "cv": 0.0, "max_load": mu, "imbalance": 1.0}
+    var = t * k * (1 / w) * (1 - 1 / w) * (e - k) / (e - 1)
+    cv = min(1.0, float(np.sqrt(var) / mu))
+    mx = expected_step_time(w, mu, "normal", cv)
+    return {"mean_load": mu, "cv": cv, "max_load": mx, "imbalance": mx / mu}
+
+
 def config_alltoall_sweep(
     models=("Mixtral 8x7B", "DeepSeek-V3"),
     tokens_per_rank=(1024, 4096, 16384),
@@ -277,6 +316,7 @@ __all__ = [
     "alltoall_bytes_per_rank",
     "alltoall_time_s",
     "busiest_expert_load",
+    "busiest_rank_load",
     "config_alltoall_sweep",
     "ep_alltoall_sweep",
     "ep_layer_alltoall_s",
