@@ -6,6 +6,7 @@ import math
 import pandas as pd
 import pytest
 
+import clusterlab as cl
 from clusterlab.models import planner5d as pm
 from clusterlab.models.compute import LLAMA2_7B, LLAMA2_70B
 from clusterlab.models.planner import plan, recipe_row
@@ -59,13 +60,28 @@ def test_context_parallelism_divides_activations_and_sends_keys_and_values():
         plan5d_row(LLAMA2_70B, dp=32, cp=3, **kw)
 
 
+def bf16_rate(eff):
+    return cl.models.precision.peak_flops("H100 SXM5", "bf16") * eff
+
+
 def test_precision_sets_the_peak_and_the_state_bytes():
     kw = dict(tp=8, pp=4, dp=32, zero_stage=0, recompute="full",
               sequence_parallel=True, global_batch=512, micro_batch=2)  # fmt: skip
     bf16 = plan5d_row(LLAMA2_70B, **kw)
     fp8 = plan5d_row(LLAMA2_70B, precision="fp8", **kw)
     fp32 = plan5d_row(LLAMA2_70B, precision="fp32", **kw)
-    assert fp8["compute_s"] == pytest.approx(bf16["compute_s"] / 2, rel=1e-3)
+    # fp8 prices the linear layers' GEMMs only (6N + 2N recomputed) at the
+    # fp8 peak and its measured share; attention stays at bf16's
+    n, eff = LLAMA2_70B.n_params, cl.models.planner_comm.matmul_efficiency_of()
+    eff8 = cl.models.planner_comm.matmul_efficiency_of("H200 SXM", "fp8")
+    gemm_share = 8 * n / (bf16["compute_s"] * bf16_rate(eff) * 1024 / (512 * 4096))
+    want = bf16["compute_s"] * (gemm_share * eff / (2 * eff8) + (1 - gemm_share))
+    assert fp8["compute_s"] == pytest.approx(want, rel=1e-3)
+    assert bf16["compute_s"] / 2 < fp8["compute_s"] < bf16["compute_s"] / 1.5
+    same = plan5d_row(LLAMA2_70B, precision="fp8", fp8_matmul_efficiency=eff, **kw)
+    assert same["compute_s"] < fp8["compute_s"]  # 0.80 of the peak beats 0.73
+    with pytest.raises(ValueError, match="fp8_matmul_efficiency"):
+        plan5d_row(LLAMA2_70B, precision="fp8", fp8_matmul_efficiency=0, **kw)
     assert fp32["activations_bytes"] == pytest.approx(2 * bf16["activations_bytes"])
     assert fp32["weights_bytes"] == pytest.approx(2 * bf16["weights_bytes"])
     with pytest.raises(ValueError, match="precision='fp4'"):
@@ -142,7 +158,9 @@ def _with(layout, **changes):
 def test_layout_check_fails_when_the_speed_model_is_wrong(deepseek):
     moe, layout = deepseek
     # Matmuls at a tenth of their achieved share: the reported rate is out of range.
-    check = pm.layout_check(moe, layout, matmul_efficiency=0.08)
+    check = pm.layout_check(
+        moe, layout, matmul_efficiency=0.08, fp8_matmul_efficiency=0.07
+    )
     assert not check.set_index("statement")["holds"].iloc[-1]
 
 

@@ -23,8 +23,11 @@ outermost. Each extra term is a column:
   Megatron; DeepSeek-V3's DualPipe hides nearly all). Routed experts' state is
   split over ``pp * ep`` GPUs and sharded by ZeRO over ``dp * cp / ep``.
 - **precision**: the matmuls run at that precision's peak
-  (``cl.models.precision.peak_flops``) at the same achieved share of it;
-  activations are kept and sent in 16 bits (4 bytes in fp32); the MoE
+  (``cl.models.precision.peak_flops``) at its measured achieved share; in
+  fp8 only the linear layers' GEMMs (6N per token, 2N more under full
+  recomputation) run in fp8, at the measured fp8 MAMF (1453 of 1979 TFLOP/s
+  on an H200), and attention's products stay in bf16, as fp8 training
+  recipes keep them; activations are kept and sent in 16 bits (4 bytes in fp32); the MoE
   dispatch is sent in the precision itself (fp8 dispatch, 16-bit combine, as
   DeepSeek-V3 does); model state is 2 + 2 + 12 bytes per parameter (4 + 4 + 8
   in fp32).
@@ -370,6 +373,21 @@ def _extra_flops_per_token(model, s, recompute, formula):
     return extra
 
 
+#: the part whose measured fp8 GEMM efficiency the planner uses (an H200: the
+#: H100 SXM5's compute, at the same 1979 TFLOP/s fp8 peak)
+FP8_EFFICIENCY_PART = "H200 SXM"
+
+
+def _fp8_efficiency() -> float:
+    return matmul_efficiency_of(FP8_EFFICIENCY_PART, "fp8")
+
+
+def _gemm_flops_per_token(model, recompute):
+    """The linear layers' share of the FLOPs per token: 6N, and 2N more for a
+    full recomputation's second forward pass (attention's products are the rest)."""
+    return 6.0 * model.n_params + (2.0 * model.n_params if recompute == "full" else 0.0)
+
+
 def placement(
     tp: int, cp: int = 1, ep: int = 1, *, nvlink_domain: int = 8,
     gpus_per_node: int = 8,
@@ -457,6 +475,7 @@ def plan5d_row(
     ep_overlap: float = 0.0,
     formula: str = "flash",
     nvlink_domain: int = 8,
+    fp8_matmul_efficiency: float | None = None,
 ) -> dict:
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
@@ -473,6 +492,10 @@ def plan5d_row(
         usable_fraction, gpus_per_node, intra_node_system, inter_node_link,
             matmul_efficiency, formula: as in ``plan_row``.
         ep_overlap: share of the all-to-all time hidden behind compute, [0, 1].
+        fp8_matmul_efficiency: in fp8, the achieved share of the fp8 peak that
+            the linear layers' GEMMs run at (None: ``FP8_EFFICIENCY_PART``'s
+            measured MAMF, 0.73); attention's products stay in bf16 at
+            ``matmul_efficiency`` of the bf16 peak, as fp8 recipes keep them.
         nvlink_domain: GPUs one NVLink domain joins: 8 (the server, the
             default) or 72 (a GB200 or GB300 NVL72 rack; ``gpus_per_node``
             divides it). A TP, CP, EP or PP group, or the whole job, that
@@ -534,10 +557,22 @@ def plan5d_row(
     tokens = batch * s
     per_token = flops_per_token(shape.n_params, shape.n_layers, shape.hidden, s)
     hw_per_token = per_token + _extra_flops_per_token(shape, s, recompute, formula)
-    compute_s = hw_per_token * tokens / n_gpus / (peak * eff)
     net = as_link(inter_node_link)
     cell = dict(domain=domain, system=intra_node_system, net=net)
-    cell["flops"] = peak * eff
+    if precision == "fp8":  # the linear layers' GEMMs in fp8, attention in bf16
+        eff8 = _fp8_efficiency() if fp8_matmul_efficiency is None else (
+            check_float("fp8_matmul_efficiency", fp8_matmul_efficiency, 0.0, 1.0,
+                        low_inclusive=False)
+        )  # fmt: skip
+        gemm = _gemm_flops_per_token(shape, recompute)
+        bf16_rate = _gpu_figures(gpu, "bf16")[1] * eff
+        compute_s = (
+            tokens / n_gpus * (gemm / (peak * eff8) + (hw_per_token - gemm) / bf16_rate)
+        )
+        cell["flops"] = bf16_rate
+    else:
+        compute_s = hw_per_token * tokens / n_gpus / (peak * eff)
+        cell["flops"] = peak * eff
     act_bytes = ab * (s // cp) * b * shape.hidden
     tp_count = (6 if recompute == "full" else 4) * layers * m
     tp_sent = 0.0 if tp == 1 else tp_count * act_bytes * 2 * (tp - 1) / tp

@@ -31,16 +31,18 @@ DEFAULT_INTRA_NODE_SYSTEM = "8xH100-scalingbook"
 DEFAULT_INTER_NODE_LINK = "NDR400 InfiniBand"
 
 
-def matmul_efficiency_of(part: str = "H100 SXM5") -> float:
+def matmul_efficiency_of(part: str = "H100 SXM5", dtype: str = "bf16") -> float:
     """Best achieved matmul FLOP/s over the peak, from ``data/matmul_achieved``.
 
     Args:
         part: a ``part`` of that table.
+        dtype: "bf16" or "fp8" (rows exist for some parts only).
 
     Returns:
-        The fraction (0.80 for the H100 SXM5: 794.5 of 989 TFLOP/s).
+        The fraction (0.80 for the H100 SXM5 in bf16: 794.5 of 989 TFLOP/s;
+        0.73 for the H200 SXM in fp8: 1453 of 1979).
     """
-    row = published.row("matmul_achieved", part=part, dtype="bf16")
+    row = published.row("matmul_achieved", part=part, dtype=dtype)
     return float(row["achieved_flops"] / row["peak_flops"])
 
 
