@@ -74,4 +74,57 @@ def ports_needed(fn) -> bool:
     return passed(name, f"the fewest ports agree in {len(_CASES)} cases")
 
 
-__all__ = ["ports_needed"]
+def h4_is_a_range(table) -> dict:
+    """Decide claim H4 for the 70B recipe over its unknowns (``h4_sensitivity``).
+
+    The model must respond to both unknowns: within a curve, hiding more of
+    the tensor-parallel all-reduces raises the end-to-end MFU, and at equal
+    overlap the faster curve gives the higher MFU; and at least one pair of
+    assumptions must land within 10% of the published MFU (a model that
+    leaves out a cost, or counts one twice, misses it everywhere). What is
+    returned says which assumptions make the step communication-bound.
+
+    Args:
+        table: ``cl.models.recipe_comm.h4_sensitivity``'s table.
+
+    Returns:
+        ``{"comm_bound": [(curve, overlap), ...], "near_published": [...]}``.
+    """
+    from clusterlab.core.chart_checks import check_columns
+
+    need = ["curve", "tp_overlap", "tp_busbw_GBps", "mfu", "near_published",
+            "comm_bound"]  # fmt: skip
+    check_columns(table, need, "the H4 table")
+    if table.empty:
+        raise ValueError("the H4 table has no row")
+    for curve, rows in table.groupby("curve", sort=False):
+        mfu = rows.sort_values("tp_overlap")["mfu"].to_numpy()
+        if len(mfu) > 1 and not (mfu[1:] > mfu[:-1]).all():
+            raise AssertionError(
+                f"on {curve} the MFU does not rise as more tensor-parallel traffic "
+                "hides: the model ignores the overlap"
+            )
+    for hide, rows in table.groupby("tp_overlap"):
+        ranked = rows.sort_values("tp_busbw_GBps")["mfu"].to_numpy()
+        if len(ranked) > 1 and not (ranked[1:] >= ranked[:-1]).all():
+            raise AssertionError(
+                f"at overlap {hide:g} a faster curve gave a lower MFU: the model "
+                "ignores the curve"
+            )
+    near = [(r.curve, r.tp_overlap) for r in table.itertuples() if r.near_published]
+    if not near:
+        raise AssertionError(
+            f"no curve and overlap brings the model within 10% of the published MFU "
+            f"(it ranges {table.mfu.min():.0%} to {table.mfu.max():.0%}): the model "
+            "leaves out a cost or counts one twice"
+        )
+    bound = [(r.curve, r.tp_overlap) for r in table.itertuples() if r.comm_bound]
+    passed(
+        "h4_is_a_range",
+        f"{len(near)} of {len(table)} assumptions explain the published MFU; "
+        f"{len(bound)} make the step communication-bound",
+    )
+    return {"comm_bound": bound, "near_published": near}
+
+
+__all__ = ["h4_is_a_range", "ports_needed"]
