@@ -122,6 +122,99 @@ def zigzag_balances_work(contiguous_scores, zigzag_scores):
     return True
 
 
+#: how much faster zig-zag's slowest rank must be than contiguous's, as a
+#: share of what the work counts say (the rest is per-block overhead and noise)
+ZIGZAG_TIME_SHARE = 0.5
+
+
+def zigzag_balances_time(
+    contiguous_s, zigzag_s, contiguous_scores, zigzag_scores,
+    share: float = ZIGZAG_TIME_SHARE,
+) -> dict:  # fmt: skip
+    """Check, on measured time, that zig-zag's slowest rank finishes sooner.
+
+    The work counts say how much the slowest rank's work falls; the time each
+    rank spent in its block products (``stats["compute_s"]``, this thread's
+    CPU seconds, so waits and other processes on the same cores are left out)
+    must fall by at least ``share`` of that, and contiguous shards' slowest
+    rank must take longer than its fastest. A layout that balances nothing
+    fails, whatever its counts say.
+
+    Args:
+        contiguous_s, zigzag_s: seconds each rank spent (index = rank).
+        contiguous_scores, zigzag_scores: the work counts of the same runs.
+        share: the least part of the counted gain to see in time, in (0, 1].
+
+    Returns:
+        ``{"time_ratio", "work_ratio"}``: the slowest rank, contiguous over
+        zig-zag, in seconds and in counted work.
+    """
+    from clusterlab.core.validate import check_float
+
+    share = check_float("share", share, 0.0, 1.0, low_inclusive=False)
+    w = len(zigzag_s)
+    if not w == len(contiguous_s) == len(contiguous_scores) == len(zigzag_scores):
+        raise ValueError("every list must have one entry per rank, the same ranks")
+    if min(min(contiguous_s), min(zigzag_s)) <= 0:
+        raise ValueError("the times must be > 0 seconds")
+    work = max(contiguous_scores) / max(zigzag_scores)
+    ratio = max(contiguous_s) / max(zigzag_s)
+    want = 1 + share * (work - 1)
+    if ratio < want:
+        raise AssertionError(
+            f"the slowest rank took {max(contiguous_s) * 1e3:.2f} ms contiguous and "
+            f"{max(zigzag_s) * 1e3:.2f} ms zig-zag, {ratio:.2f}x; the work counts "
+            f"say {work:.2f}x, so at least {want:.2f}x was expected"
+        )
+    if not max(contiguous_s) > min(contiguous_s):
+        raise AssertionError("contiguous shards took the same time on every rank")
+    return {"time_ratio": ratio, "work_ratio": work}
+
+
+def timed_balance(ranks: int = 4, tries: int = 3, **shape) -> dict:
+    """Time both layouts on real ranks and decide with ``zigzag_balances_time``.
+
+    A busy machine can only slow a rank (the measure is its thread's CPU time,
+    so waiting is left out, but shared caches still cost), so a miss is
+    measured again, at most ``tries`` times in all, saying so
+    (``cl.core.busy.retry``); a layout that balances nothing misses every try.
+
+    Args:
+        ranks: ranks of the ring, in [2, 8].
+        tries: measurements at most, in [1, 10].
+        **shape: ``heads``, ``seq``, ``head_dim`` for the worker.
+
+    Returns:
+        ``{"contiguous_s", "zigzag_s", "time_ratio", "work_ratio"}``.
+    """
+    from clusterlab.core.busy import retry
+    from clusterlab.core.launcher import launch
+    from clusterlab.core.validate import check_int
+    from clusterlab.long_context.workers import balance_timing_worker
+
+    ranks = check_int("ranks", ranks, 2, 8)
+
+    def measure():
+        res = launch(balance_timing_worker, ranks, timeout=120, **shape)
+        return {y: ([r[y]["compute_s"] for r in res], [r[y]["scores"] for r in res])
+                for y in ("contiguous", "zigzag")}  # fmt: skip
+
+    def judge(t):
+        try:
+            got = zigzag_balances_time(t["contiguous"][0], t["zigzag"][0],
+                                       t["contiguous"][1], t["zigzag"][1])  # fmt: skip
+        except AssertionError as err:
+            return "miss", str(err)
+        return "pass", f"slowest rank {got['time_ratio']:.2f}x faster zig-zag"
+
+    hint = "a layout that balances nothing misses every try"
+    what = "zig-zag's balance in time"
+    t = retry(measure, judge, tries=tries, what=what, hint=hint).result
+    got = zigzag_balances_time(t["contiguous"][0], t["zigzag"][0],
+                               t["contiguous"][1], t["zigzag"][1])  # fmt: skip
+    return {"contiguous_s": t["contiguous"][0], "zigzag_s": t["zigzag"][0], **got}
+
+
 def saved_bytes_match_model(saved, seq_len, hidden, n_heads, bytes_per_value, batch):
     """Check the bytes ring attention kept for backward on each rank.
 
@@ -233,5 +326,7 @@ __all__ = [
     "merge_partial_attention",
     "ring_bytes_match_model",
     "saved_bytes_match_model",
+    "timed_balance",
+    "zigzag_balances_time",
     "zigzag_balances_work",
 ]

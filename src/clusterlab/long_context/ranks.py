@@ -25,6 +25,8 @@ Pass ``stats={}`` to count the block products and the bytes sent.
 
 from __future__ import annotations
 
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -141,15 +143,18 @@ class _RingAttention(torch.autograd.Function):
             for c in qs
         ]
         kv, src, sent, blocks, scores = (k, v), rank, 0, 0, 0
+        busy = 0.0  # this thread's CPU seconds in block products: waits excluded
         for step in range(w):
             if step < w - 1:  # the next block travels while this one is used
                 nxt, reqs = _exchange(kv, right, left, group)
                 sent += sum(t.numel() * t.element_size() for t in kv)
             ks, vs = kv[0].chunk(n_chunks, dim=2), kv[1].chunk(n_chunks, dim=2)
+            t0 = time.thread_time()
             for i, j, diag in block_pairs(q_ids, chunk_ids(src, w, layout), causal):
                 o_b, lse_b = block_attention_forward(qs[i], ks[j], vs[j], scale, diag)
                 outs[i], lses[i] = merge_partial_attention(outs[i], lses[i], o_b, lse_b)
                 blocks, scores = blocks + 1, scores + qs[i].shape[2] * ks[j].shape[2]
+            busy += time.thread_time() - t0
             if step < w - 1:
                 _wait(reqs)
                 kv, src = tuple(nxt), (src - 1) % w
@@ -157,7 +162,8 @@ class _RingAttention(torch.autograd.Function):
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.setup = (causal, group, layout, stats)
         if stats is not None:
-            stats.update(blocks=blocks, scores=scores, forward_bytes=sent)
+            stats.update(blocks=blocks, scores=scores, forward_bytes=sent,
+                         compute_s=busy)  # fmt: skip
         return out
 
     @staticmethod
@@ -217,8 +223,10 @@ def ring_attention(q, k, v, causal=False, group=None, layout="contiguous", stats
         layout: "contiguous" or "zigzag".
         stats: a dict to fill with ``blocks`` (block products computed in the
             forward pass), ``scores`` (query-key scores they computed, per
-            batch and head), ``forward_bytes`` and, after backward,
-            ``backward_bytes`` (bytes this rank handed to send); or None.
+            batch and head), ``compute_s`` (this rank's CPU seconds in the
+            forward block products, waits left out), ``forward_bytes`` and,
+            after backward, ``backward_bytes`` (bytes this rank handed to
+            send); or None.
 
     Returns:
         This rank's shard of the output, shaped like ``q``.

@@ -165,7 +165,36 @@ def saved_bytes_worker(
     return sum(kept)
 
 
+def balance_timing_worker(
+    rank, world_size, heads=8, seq=2048, head_dim=64, repeats=3, seed=0
+):
+    """Each layout's causal ring-attention forward, timed on this rank.
+
+    Large enough blocks that the arithmetic, not the per-block overhead, sets
+    the time; forward only (the backward repeats the same blocks). Each layout
+    runs ``repeats`` times and keeps this rank's fastest ``stats["compute_s"]``
+    (its thread's CPU seconds in the block products).
+
+    Returns:
+        ``{"contiguous": {"compute_s", "scores"}, "zigzag": {...}}``.
+    """
+    torch.set_num_threads(1)  # one core's worth per rank, as on a busy machine
+    full = make_qkv(1, heads, seq, head_dim, seed, "float32")
+    out = {}
+    for layout in ("contiguous", "zigzag"):
+        q, k, v, _ = (_shard(t, rank, world_size, layout) for t in full)
+        best, stats = float("inf"), {}
+        for _ in range(repeats):
+            stats = {}
+            with torch.no_grad():
+                ring_attention(q, k, v, True, layout=layout, stats=stats)
+            best = min(best, stats["compute_s"])
+        out[layout] = {"compute_s": best, "scores": stats["scores"]}
+    return out
+
+
 __all__ = [
+    "balance_timing_worker",
     "context_attention_worker",
     "gather_shards",
     "make_qkv",
