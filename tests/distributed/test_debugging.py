@@ -34,7 +34,10 @@ def test_the_faulthandler_fallback_finds_the_rank_that_skipped(no_leftover_proce
 def test_detail_names_the_mismatched_op_at_once(no_leftover_processes):
     job = run_faulty_job("mismatch_op", 2, timeout_s=TIMEOUT_S, debug="DETAIL")
     C.check_detail_names_mismatch(job, "Op type")
-    assert job.elapsed_s < TIMEOUT_S  # an error, not a timeout
+    # an error at the collective, not the timeout: no rank says it timed out
+    # (the launch's wall time is no witness: on a busy machine starting two
+    # ranks took 2.4 s, longer than the timeout, with the mismatch found at once)
+    assert not any("timed out" in e.lower() for e in job.rank_errors.values())
     import torch.distributed as dist
 
     assert dist.get_debug_level() == dist.DebugLevel.OFF  # restored
