@@ -238,3 +238,20 @@ def test_time_sweep_hides_the_ring_exactly_from_the_overlap_threshold():
         hidden = rows.seq_len / 8 >= c
         assert ((rows.exposed_s == 0) == hidden).all()
         assert hidden.any() and not hidden.all()
+
+
+def test_allgather_cp_sends_what_the_ring_sends_but_holds_the_whole_kv():
+    from clusterlab.models.context_parallel import (
+        allgather_cp_per_rank,
+        cp_kv_bytes_per_rank,
+    )
+
+    # Llama 3 70B at 128K on 16 ranks: 8 key-value heads of 128, bf16
+    got = allgather_cp_per_rank(131072, 1024, 16, 2, link_Bps=50e9)
+    assert got["sent_bytes"] == cp_kv_bytes_per_rank(131072, 1024, 16, 2)
+    assert got["held_kv_bytes"] == 2 * 131072 * 1024 * 2  # 512 MiB per layer
+    assert got["exposed_s"] == pytest.approx(got["sent_bytes"] / 50e9)
+    assert "exposed_s" not in allgather_cp_per_rank(1024, 64, 1, 2)
+    assert allgather_cp_per_rank(1024, 64, 1, 2)["sent_bytes"] == 0
+    with pytest.raises(ValueError, match="link_Bps"):
+        allgather_cp_per_rank(1024, 64, 2, 2, link_Bps=0)

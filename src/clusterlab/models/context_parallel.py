@@ -268,7 +268,45 @@ def ring_saved_bytes_per_rank(
     return (2.0 * h + 2.0 * kv) * (s / c) * b + a * (s / c) * lb
 
 
+def allgather_cp_per_rank(
+    seq_len: int, kv_hidden: int, cp: int, bytes_per_value: float,
+    link_Bps: float | None = None,
+) -> dict:  # fmt: skip
+    """All-gather context parallelism, per rank and attention layer, forward.
+
+    The third design beside the ring and Ulysses, and the one Llama 3 used:
+    before attention every rank all-gathers the whole sequence's K and V,
+    then computes attention for its own query shard (its two zig-zag chunks)
+    with no further messages. It sends what the ring sends, its shard to each
+    of the other ``cp - 1`` ranks, but in one collective before the arithmetic,
+    so nothing hides it; and it holds the whole sequence's K and V for the
+    layer, which grouped-query attention makes small (Llama 3's ``kv_hidden``
+    is an eighth of its model width).
+
+    Args:
+        seq_len: tokens in the whole sequence, >= 1.
+        kv_hidden: key (or value) width, ``n_kv_heads * head_dim``, >= 1.
+        cp: context-parallel ranks, >= 1.
+        bytes_per_value: bytes of one element (2 for bf16), > 0.
+        link_Bps: None, or the bytes/s per rank of the links the gather
+            crosses: then ``exposed_s``, the gather's time on the critical path.
+
+    Returns:
+        ``sent_bytes`` (= :func:`cp_kv_bytes_per_rank`), ``held_kv_bytes`` (the
+        gathered K and V, ``2 * seq_len * kv_hidden * bytes_per_value``) and,
+        with ``link_Bps``, ``exposed_s`` (``sent_bytes / link_Bps``).
+    """
+    s, kv, c, b = _args(seq_len, kv_hidden, cp, bytes_per_value)
+    out = {"sent_bytes": 2.0 * (s / c) * kv * b * (c - 1),
+           "held_kv_bytes": 2.0 * s * kv * b}  # fmt: skip
+    if link_Bps is not None:
+        bw = check_float("link_Bps", link_Bps, 0.0, low_inclusive=False)
+        out["exposed_s"] = out["sent_bytes"] / bw
+    return out
+
+
 __all__ = [
+    "allgather_cp_per_rank",
     "cp_activation_bytes_per_rank",
     "cp_kv_bytes_backward_per_rank",
     "cp_kv_bytes_per_rank",
