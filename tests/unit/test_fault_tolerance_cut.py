@@ -5,7 +5,7 @@ import pytest
 
 from clusterlab.fault_tolerance import check, partition
 
-GOOD = dict(timeout_s=2.0, heartbeat_s=1.0, cut_s=3.2, stall_s=2.14, back_s=0.16,
+GOOD = dict(timeout_s=2.0, heartbeat_s=1.0, cut_s=3.1, stall_s=2.14, back_s=0.16,
             restarts=0, healed_from="group 0", steps=100)  # fmt: skip
 
 
@@ -17,12 +17,19 @@ def test_a_cut_found_by_the_collective_timeout_and_healed_in_place_passes():
     assert check.cut_waits_for_the_timeout(_table())
 
 
-def test_a_cut_found_as_fast_as_a_crash_fails():
-    # the SIGKILL's stall: the heartbeat timeout and a step
-    with pytest.raises(AssertionError, match="as fast as a crash"):
-        check.cut_waits_for_the_timeout(_table(stall_s=1.07))
-    with pytest.raises(AssertionError, match="outside"):
-        check.cut_waits_for_the_timeout(_table(stall_s=6.5))
+def test_a_cut_between_collectives_costs_a_heartbeat_and_passes_too():
+    # the cut fell between collectives: the next quorum left the group out
+    assert check.cut_waits_for_the_timeout(_table(stall_s=1.06))
+
+
+def test_a_cut_noticed_at_once_or_waited_out_fails():
+    with pytest.raises(AssertionError, match="cannot be noticed at once"):
+        check.cut_waits_for_the_timeout(_table(stall_s=0.2))
+    # the survivors waited for the link to come back: nothing left the group out
+    with pytest.raises(AssertionError, match="not waited for"):
+        check.cut_waits_for_the_timeout(_table(stall_s=3.1, cut_s=3.1))
+    with pytest.raises(AssertionError, match="past"):
+        check.cut_waits_for_the_timeout(_table(stall_s=3.5, cut_s=8.0))
 
 
 def test_a_group_restarted_or_rejoined_without_healing_fails():

@@ -1,12 +1,14 @@
 """A replica group's link cut, beside the SIGKILL: torchft across emulated nodes.
 
 A SIGKILL closes the dead process's sockets: the kernel answers its peers' next
-packets with a reset, and their collective fails at once. A cut link says
-nothing. The survivors' packets vanish, and they learn that a peer is gone only
-when the collective's timeout runs out; the lighthouse, which hears from every
-group by heartbeats, has dropped the silent group from the next quorum long
-before. So the stall after a cut is the collective timeout, where the stall
-after a kill is the heartbeat timeout (``measure.HEARTBEAT_TIMEOUT_S``).
+packets with a reset, their collective fails at once, and they go on in the
+next quorum, which the lighthouse forms without the dead group once it stops
+hearing its heartbeats (``measure.HEARTBEAT_TIMEOUT_S``). A cut link says
+nothing. If it catches a collective with the silent group in flight, the
+survivors learn of it only when that collective's timeout runs out; if it
+falls between collectives, the next quorum simply leaves the group out, as
+after a crash. So a cut costs the survivors up to the collective timeout,
+where a kill costs about a heartbeat timeout.
 
 And the cut-off group is not dead. Its own collective times out too, its
 quorum request waits, and once the link is back it asks again, finds itself
@@ -44,7 +46,8 @@ from clusterlab.fault_tolerance.measure import (
 )
 
 TABLE = "torchft_cut_runs"
-#: the lab's run: three groups, the last one cut off for three seconds
+#: the lab's run: three groups, the last one cut off for three seconds (in a
+#: longer cut its own quorum request times out and it exits, to be restarted)
 EXPERIMENT = dict(n_groups=3, steps=160, cut=2, cut_after_s=1.0, cut_s=3.0,
                   timeout_s=2.0, step_ms=25.0)  # fmt: skip
 COLUMNS = ["timeout_s", "heartbeat_s", "cut_s", "stall_s", "back_s",
