@@ -85,3 +85,15 @@ def test_a_bad_host_is_refused_by_the_trainer(capsys):
         parse_args(["--lighthouse", "http://127.0.0.1:1", "--replica-id", "0",
                     "--steps", "5", "--log", "x", "--host", "node0"])  # fmt: skip
     assert "must be an IPv4 address" in capsys.readouterr().err
+
+
+def test_no_listener_may_bind_every_interface():
+    from clusterlab.fault_tolerance import loopback
+
+    assert loopback.check_host("10.213.0.3") == "10.213.0.3"
+    with pytest.raises(ValueError, match="every interface"):
+        loopback.check_host("0.0.0.0")
+    with pytest.raises(ValueError, match="every interface"):
+        loopback.rewrite_bind("[::]:29510", host="0.0.0.0")
+    with pytest.raises(ValueError, match="IPv4"):
+        loopback.loopback_store(host="node0")

@@ -23,6 +23,27 @@ from pathlib import Path
 LOOPBACK = "127.0.0.1"
 
 
+def check_host(host: str) -> str:
+    """``host``, if it names one interface: loopback or an emulated node's own
+    address, IPv4 as the store's socket is. A wildcard (``0.0.0.0``) would
+    bind every interface, which no listener of the book does: a
+    ``ValueError`` names it."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.IPv4Address(str(host))
+    except ValueError:
+        raise ValueError(
+            f"host={host!r} must be an IPv4 address, e.g. 127.0.0.1"
+        ) from None
+    if ip.is_unspecified:
+        raise ValueError(
+            f"host={host!r} would listen on every interface: allowed loopback "
+            "(127.0.0.1) or a node's own address"
+        )
+    return str(host)
+
+
 def interface_of(host: str) -> str:
     """The name of the interface that holds address ``host`` here ("lo" for
     127.0.0.1; "eth0" for an emulated node's own address inside that node)."""
@@ -43,6 +64,7 @@ def loopback_env(env: dict | None = None, host: str = LOOPBACK) -> dict:
             node: gloo is told that address's interface).
     """
     env = os.environ if env is None else env
+    host = check_host(host)
     ifname = "lo" if host == LOOPBACK else interface_of(host)
     env["MASTER_ADDR"] = host
     env["GLOO_SOCKET_IFNAME"] = ifname
@@ -57,7 +79,7 @@ def rewrite_bind(bind: str, host: str = LOOPBACK) -> str:
     port = bind.rsplit(":", 1)[1]
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"bind={bind!r} has port {port!r}: allowed 0 to 65535")
-    return f"{host}:{port}"
+    return f"{check_host(host)}:{port}"
 
 
 def loopback_manager_server(module=None, host: str = LOOPBACK):
@@ -103,7 +125,7 @@ def loopback_store(timeout_s: float = 30.0, host: str = LOOPBACK):
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, 0))
+    sock.bind((check_host(host), 0))
     sock.listen(128)
     port = sock.getsockname()[1]
     store = TCPStore(
@@ -179,6 +201,7 @@ def is_loopback(address: str) -> bool:
 
 __all__ = [
     "LOOPBACK",
+    "check_host",
     "free_port",
     "interface_of",
     "is_loopback",

@@ -161,14 +161,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         check_float("step_ms", args.step_ms, 0.0, 10_000.0)
         check_float("timeout_s", args.timeout_s, 0.5, 600.0)
         check_float("max_seconds", args.max_seconds, 1.0, 86_400.0)
-        import ipaddress
+        from clusterlab.fault_tolerance.loopback import check_host
 
-        try:
-            ipaddress.IPv4Address(args.host)
-        except ValueError:
-            raise ValueError(
-                f"host={args.host!r} must be an IPv4 address, e.g. 127.0.0.1"
-            ) from None
+        check_host(args.host)
     except ValueError as err:
         p.error(str(err))
     return args
