@@ -37,6 +37,15 @@ OUT = DATA / f"{recorded.TABLE}.csv"
 COMMAND = " ".join(["python scripts/record_cluster_runs.py", *sys.argv[1:]])
 
 
+def _write(table: pd.DataFrame, name: str, provenance: dict, source: str) -> None:
+    """Write ``table`` to data/NAME.csv with its provenance and its source."""
+    out = table.assign(**provenance)
+    out["source"] = source
+    path = DATA / f"{name}.csv"
+    out.to_csv(path, index=False, float_format="%.6g")
+    print(f"wrote {len(out)} rows to {path.name}")
+
+
 def main() -> int:
     reason = why_not()
     if reason:
@@ -54,14 +63,9 @@ def main() -> int:
     )
     if "--overlap-only" in sys.argv:
         sweep = overlap.bucket_sweep_across_nodes(**overlap.EXPERIMENT)
-        sweep = sweep.assign(**provenance)
-        sweep["source"] = (
-            "recorded run: emulated nodes (network namespaces, tbf-shaped veth), "
-            "DistributedDataParallel on gloo"
-        )
-        path = DATA / f"{overlap.TABLE}.csv"
-        sweep.to_csv(path, index=False, float_format="%.6g")
-        print(f"wrote {len(sweep)} rows to {path.name}")
+        source = ("recorded run: emulated nodes (network namespaces, tbf-shaped "
+                  "veth), DistributedDataParallel on gloo")  # fmt: skip
+        _write(sweep, overlap.TABLE, provenance, source)
         return 0
     if "--cut-only" in sys.argv:
         rows = []
@@ -69,14 +73,11 @@ def main() -> int:
             run = partition.cut_and_heal(**partition.EXPERIMENT)
             rows.append(partition.cut_summary(run))
             print(f"cut {i + 1} of {CUTS}: stall {rows[-1]['stall_s']:.2f} s")
-        cuts = pd.DataFrame(rows)[partition.COLUMNS].assign(**provenance)
-        cuts["source"] = (
-            "recorded run: torchft 0.2.0, a lighthouse and three replica groups on "
-            "three emulated nodes, node 2 cut off both ways by nftables"
-        )
-        path = DATA / f"{partition.TABLE}.csv"
-        cuts.to_csv(path, index=False, float_format="%.6g")
-        print(f"wrote {len(cuts)} rows to {path.name}")
+        source = ("recorded run: torchft 0.2.0, a lighthouse and three replica "
+                  "groups on three emulated nodes, node 2 cut off both ways by "
+                  "nftables")  # fmt: skip
+        _write(pd.DataFrame(rows)[partition.COLUMNS], partition.TABLE, provenance,
+               source)  # fmt: skip
         return 0
     if "--heartbeats-only" not in sys.argv:
         tables = []
@@ -87,13 +88,9 @@ def main() -> int:
         out.to_csv(OUT, index=False, float_format="%.6g")
         print(f"wrote {len(out)} rows to {OUT.name}")
     run = lossy.heartbeats_over_loss(**lossy.EXPERIMENT)
-    beats = lossy.false_alarms(run, lossy.TIMEOUTS_MS).assign(**provenance)
-    beats["source"] = (
-        "recorded run: emulated nodes (network namespaces, nftables random loss)"
-    )
-    path = DATA / f"{lossy.TABLE}.csv"
-    beats.to_csv(path, index=False, float_format="%.6g")
-    print(f"wrote {len(beats)} rows to {path.name}")
+    beats = lossy.false_alarms(run, lossy.TIMEOUTS_MS)
+    source = "recorded run: emulated nodes (network namespaces, nftables random loss)"
+    _write(beats, lossy.TABLE, provenance, source)
     return 0
 
 
