@@ -297,6 +297,38 @@ def bus_bandwidth(nbytes, system: str, op: str = "all_reduce"):
     return float(out) if out.ndim == 0 else out
 
 
+def ring_bus_bandwidth(nbytes, plateau_system: str, shape_system: str):
+    """A ring's bus bandwidth where only its plateau is published (bytes/s).
+
+    ``shape_system``'s measured sweep gives the share of its own plateau a
+    ring reaches at each size; that share times ``plateau_system``'s plateau
+    is the curve. The book uses it for the 8 x H200 ring (published at 8 and
+    16 GiB only) on the 8 x A100 ring's twenty sizes. A faster link reaches
+    its plateau at larger messages (the half-bandwidth size is latency x
+    bandwidth), so on a faster ``plateau_system`` this curve is, if anything,
+    optimistic below the plateau.
+
+    Args:
+        nbytes: message size in bytes per rank (a number or an array), >= 0.
+        plateau_system: a published system whose largest size sets the plateau.
+        shape_system: a published system with a sweep (two sizes or more).
+
+    Returns:
+        Bytes/s with the shape of ``nbytes``.
+    """
+    sizes, bw = _sweep(shape_system, "all_reduce")
+    if len(sizes) < 3:
+        raise ValueError(
+            f"shape_system={shape_system!r} publishes {len(sizes)} sizes; a ring's "
+            "shape needs a sweep of at least 3"
+        )
+    plateau = _sweep(plateau_system, "all_reduce")[1][-1]
+    out = (
+        np.asarray(bus_bandwidth(nbytes, shape_system), dtype=float) / bw[-1] * plateau
+    )
+    return float(out) if out.ndim == 0 else out
+
+
 def allreduce_time_published(nbytes, n: int, system: str):
     """Seconds for an all-reduce of ``nbytes`` over ``n`` ranks at published busbw.
 
@@ -327,6 +359,7 @@ __all__ = [
     "allreduce_busbw",
     "allreduce_time",
     "allreduce_time_published",
+    "ring_bus_bandwidth",
     "alpha_beta_time",
     "bus_bandwidth",
     "on_nvlink",

@@ -29,8 +29,13 @@ from clusterlab.models.collectives import (
 from clusterlab.models.compute import flops_per_token
 from clusterlab.models.links import LINKS, as_link
 
-#: The published all-reduce inside an H100 node that the step model uses.
-DEFAULT_INTRA = "8xH100-scalingbook"
+#: The published all-reduce inside a node that the step model uses: the
+#: generation-matched sweep for NVLink 4 and NVSwitch (8 x H200, NVLS).
+DEFAULT_INTRA = "8xH200-NVLS-nccl2.27.7"
+
+#: A labelled pessimistic bound on the same NVLink 4: the Scaling Book's two
+#: 8 x H100 points, about half the H200 sweep at 32 to 128 MiB.
+PESSIMISTIC_INTRA = "8xH100-scalingbook"
 
 
 def h100_peak_flops() -> float:
@@ -219,6 +224,7 @@ def interconnect_sweep(
 
 __all__ = [
     "DEFAULT_INTRA",
+    "PESSIMISTIC_INTRA",
     "cluster_allreduce_time",
     "comm_share_needed",
     "compute_time",

@@ -16,10 +16,15 @@ The time model is deliberately small, and every term is a column you can read:
 - tensor parallelism: 4 all-reduces of ``s*b*h`` 16-bit values per layer and
   micro-batch (2 forward, 2 backward; 6 with full recomputation; sequence
   parallelism swaps each for an all-gather plus a reduce-scatter of the same
-  bytes), all **exposed** (nothing overlaps them). Inside a node each takes
-  the published all-reduce bus bandwidth at its own message size
-  (:func:`~clusterlab.models.collectives.bus_bandwidth`, default system
-  ``"8xH100-scalingbook"``); across nodes, a ring at the network link's rate;
+  bytes), **exposed** by default (``tp_overlap=0``: plain Megatron-LM layers
+  wait for each; Transformer Engine's ``tp_comm_overlap`` and collective
+  matmuls hide a share under the GEMMs). Inside a node an all-reduce takes the
+  published all-reduce bus bandwidth at its own message size
+  (:func:`~clusterlab.models.collectives.bus_bandwidth`, default system the
+  generation-matched ``"8xH200-NVLS-nccl2.27.7"``; the Scaling Book's
+  ``"8xH100-scalingbook"`` is a pessimistic bound), and sequence
+  parallelism's pair takes the ring's curve (``planner_comm.SP_RING``,
+  NVLS does not shorten it); across nodes, a ring at the network link's rate;
 - pipeline parallelism: per micro-batch and stage boundary one activation
   tensor forward and its gradient back, ``2*s*b*h`` bytes each, sent with
   Megatron's scatter/gather over the ``t`` tensor-parallel ranks (Narayanan et
@@ -84,6 +89,7 @@ def plan_row(
     matmul_efficiency: float | None = None,
     formula: str = "flash",
     nvlink_domain: int = 8,
+    tp_overlap: float = 0.0,
 ) -> dict:
     """Memory, bubble, communication and speed of one plan (see the module).
 
@@ -109,6 +115,8 @@ def plan_row(
         formula: activation formula, "flash" (default) or "korthikanti".
         nvlink_domain: 8 (NVLink ends at the server) or 72 (a GB200 or GB300
             NVL72 rack): a TP group of up to this many GPUs stays on NVLink.
+        tp_overlap: share of the tensor-parallel collectives hidden under the
+            GEMMs, in [0, 1] (0: all exposed, as in plain Megatron-LM).
 
     Returns:
         dict of plan, memory (bytes, the keys of ``MEMORY_KEYS`` + ``_bytes``,
@@ -126,7 +134,7 @@ def plan_row(
         usable_fraction=usable_fraction, gpus_per_node=gpus_per_node,
         intra_node_system=intra_node_system, inter_node_link=inter_node_link,
         matmul_efficiency=matmul_efficiency, formula=formula,
-        nvlink_domain=nvlink_domain,
+        nvlink_domain=nvlink_domain, tp_overlap=tp_overlap,
     )  # fmt: skip
     return _three_d(row)
 

@@ -476,6 +476,7 @@ def plan5d_row(
     formula: str = "flash",
     nvlink_domain: int = 8,
     fp8_matmul_efficiency: float | None = None,
+    tp_overlap: float = 0.0,
 ) -> dict:
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
@@ -492,6 +493,10 @@ def plan5d_row(
         usable_fraction, gpus_per_node, intra_node_system, inter_node_link,
             matmul_efficiency, formula: as in ``plan_row``.
         ep_overlap: share of the all-to-all time hidden behind compute, [0, 1].
+        tp_overlap: share of the tensor-parallel collectives hidden under the
+            GEMMs beside them, [0, 1]: 0 in plain Megatron-LM layers (the
+            default), more with Transformer Engine's ``tp_comm_overlap`` or a
+            collective matmul; hidden time is at most the compute.
         fp8_matmul_efficiency: in fp8, the achieved share of the fp8 peak that
             the linear layers' GEMMs run at (None: ``FP8_EFFICIENCY_PART``'s
             measured MAMF, 0.73); attention's products stay in bf16 at
@@ -524,6 +529,7 @@ def plan5d_row(
     batch = check_int("global_batch", global_batch, 1)
     usable = check_float("usable_fraction", usable_fraction, 0.0, 1.0)
     hide_ep = check_float("ep_overlap", ep_overlap, 0.0, 1.0)
+    hide_tp = check_float("tp_overlap", tp_overlap, 0.0, 1.0)
     domain = scale_up_size(nvlink_domain, gpus_per_node)
     gpu_bytes, gpu_peak = _gpu_figures(gpu, precision)
     mem_cap = gpu_bytes if gpu_memory_bytes is None else gpu_memory_bytes
@@ -577,9 +583,11 @@ def plan5d_row(
     tp_count = (6 if recompute == "full" else 4) * layers * m
     tp_sent = 0.0 if tp == 1 else tp_count * act_bytes * 2 * (tp - 1) / tp
     one_tp_s = _tp_s(
-        act_bytes, tp, gpus_per_node, intra_node_system, net, nvlink_domain
-    )
-    tp_s = tp_count * one_tp_s
+        act_bytes, tp, gpus_per_node, intra_node_system, net, nvlink_domain,
+        bool(sequence_parallel),
+    )  # fmt: skip
+    tp_total_s = tp_count * one_tp_s
+    tp_s = tp_total_s - min(hide_tp * tp_total_s, compute_s)  # exposed
     pp_msg = act_bytes / tp
     pp_sent = 0.0 if pp == 1 else 2 * m * pp_msg
     inside = tp * cp * pp <= domain
@@ -612,6 +620,7 @@ def plan5d_row(
     step_s = work / (1.0 - bubble) + max(0.0, dp_s - hidden_by)
     row.update(bubble=bubble, tp_comm_bytes=tp_sent, pp_comm_bytes=pp_sent)
     row.update(dp_comm_bytes=dp_sent, compute_s=compute_s, tp_comm_s=tp_s)
+    row.update(tp_comm_total_s=tp_total_s)
     row.update(tp_allreduce_bytes=act_bytes, tp_allreduce_s=one_tp_s)
     row.update(pp_comm_s=pp_s, dp_comm_s=dp_s, cp_comm_bytes=cp_sent, cp_comm_s=cp_s)
     row.update(ep_comm_bytes=ep_sent, ep_comm_s=ep_s, step_s=step_s)

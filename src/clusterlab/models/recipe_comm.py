@@ -11,12 +11,15 @@ micro-batch, accumulation, recomputation) one optimizer step costs:
 - the tensor-parallel all-reduces: per layer and micro-batch 4 of them (2
   forward, 2 backward; 6 with full recomputation), each of one micro-batch's
   activations (``s * b * h`` bf16 values), inside the node at a published
-  system's bus bandwidth at that message size.
+  system's bus bandwidth at that message size (by default the
+  generation-matched 8 x H200 NVLS sweep; the Scaling Book's two 8 x H100
+  points are the labelled pessimistic bound).
 
-Nothing here overlaps tensor-parallel traffic with compute (Megatron-style
-layers wait for each all-reduce), and the pipeline bubble and the activation
-sends between stages are left out: the function says how large each part is,
-not what a run would measure.
+``tp_overlap`` hides a share of the tensor-parallel traffic under the GEMMs
+(0 by default: plain Megatron-style layers wait for each all-reduce). The
+pipeline bubble and the activation sends between stages are left out of
+:func:`recipe_step_comm` (:func:`h4_sensitivity` adds the bubble): the
+function says how large each part is, not what a run would measure.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ Points below the line fit; points further right would run faster.
 from __future__ import annotations
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from clusterlab.core.chart_checks import check_columns
@@ -136,13 +137,25 @@ _RECOMPUTE = ["none", "selective", "full"]
 def _thin(sweep: pd.DataFrame) -> pd.DataFrame:
     """The plans a chart draws: those no plan of the same layout beats for free.
 
-    Left out: plans without sequence parallelism when TP > 1 (same speed in
-    the model, more memory), ZeRO-2 (between ZeRO-1 and ZeRO-3 in memory, as
-    fast as ZeRO-1), and points that coincide with another (selective
-    recomputation equals none under FlashAttention).
+    Within each layout (TP, PP, DP) a plan is left out when another needs no
+    more memory and reaches at least its MFU, one of them strictly (it is not
+    on that layout's memory-speed front), and so is a point that coincides
+    with another (selective recomputation equals none under FlashAttention).
+    Sequence parallelism is a trade, not a free gain: it saves activation
+    memory and, on NVSwitch, costs time (its reduce-scatter and all-gather run
+    on the ring's curve, an all-reduce on NVLS), so both kinds stay where each
+    is on the front.
     """
-    sp = sweep["sequence_parallel"]
-    keep = (sweep["zero_stage"] != 2) & ((sweep["tp"] == 1) | sp)
+    keep = np.ones(len(sweep), dtype=bool)
+    groups = [c for c in ("model", "tp", "pp", "dp") if c in sweep]
+    for _, idx in sweep.groupby(groups, sort=False).indices.items():
+        mem = sweep["memory_GB"].to_numpy()[idx]
+        mfu = sweep["mfu"].to_numpy()[idx]
+        for j, i in enumerate(idx):
+            better = (
+                (mem <= mem[j]) & (mfu >= mfu[j]) & ((mem < mem[j]) | (mfu > mfu[j]))
+            )
+            keep[i] = not better.any()
     key = [c for c in ("model", "memory_GB", "mfu", "zero_stage") if c in sweep]
     return sweep[keep].drop_duplicates(key)
 

@@ -113,4 +113,109 @@ def state_bytes_per_gpu(fn) -> bool:
     return passed(name, "DeepSeek-V3-like and dense layouts, ZeRO stages 0-3")
 
 
-__all__ = ["state_bytes_per_gpu", "zero_bytes_per_param"]
+def _responds(table, name: str, value: str, rising: bool = True) -> None:
+    """Fail if ``value`` does not move with the overlap and with the curve."""
+    curves = table["curve"].unique()
+    overlaps = table["tp_overlap"].unique()
+    if len(curves) < 2 or len(overlaps) < 2:
+        raise ValueError(
+            f"the {name} table has {len(curves)} curve(s) and {len(overlaps)} "
+            "overlap(s); a range needs at least two of each"
+        )
+    for curve, rows in table.groupby("curve", sort=False):
+        v = rows.sort_values("tp_overlap")[value].to_numpy()
+        moved = (v[1:] > v[:-1]) if rising else (v[1:] < v[:-1])
+        if not moved.all():
+            raise AssertionError(
+                f"{name}: on {curve} {value} does not "
+                f"{'rise' if rising else 'fall'} as more tensor-parallel traffic "
+                "hides: the model ignores the overlap"
+            )
+    first = table[table["tp_overlap"] == min(overlaps)]
+    if first[value].nunique() < 2:
+        raise AssertionError(
+            f"{name}: with nothing hidden every curve gives the same {value}: the "
+            "model ignores the curve"
+        )
+
+
+def h6_is_a_range(table) -> dict:
+    """Decide claim H6's costs over the curve and the share of TP hidden.
+
+    ``cl.models.planner_ranges.h6_range``'s table must respond to both
+    unknowns (more hidden, a smaller exposed TP share; the curves differ),
+    and in every cell the recipe must stay below the fastest plan the planner
+    finds for the same GPUs and batch: the recipe is a choice whose costs, the
+    bubble and the exposed TP traffic, are accepted, whatever the curve.
+
+    Args:
+        table: ``h6_range(recipe)`` with ``best=True``.
+
+    Returns:
+        ``{"mfu": (low, high), "tp_share": (low, high), "bubble": b}``.
+    """
+    from clusterlab.core.chart_checks import check_columns
+
+    need = ["curve", "tp_overlap", "tp_share", "bubble", "mfu", "best_mfu"]
+    check_columns(table, need, "the H6 table")
+    _responds(table, "H6", "tp_share", rising=False)
+    best = table[table["mfu"] >= table["best_mfu"]]
+    if len(best):
+        r = best.iloc[0]
+        raise AssertionError(
+            f"on {r.curve} with {r.tp_overlap:.0%} hidden the recipe is the planner's "
+            f"fastest plan ({r.mfu:.1%} MFU): its bubble would cost nothing"
+        )
+    out = {
+        "mfu": (float(table.mfu.min()), float(table.mfu.max())),
+        "tp_share": (float(table.tp_share.min()), float(table.tp_share.max())),
+        "bubble": float(table.bubble.iloc[0]),
+    }
+    passed(
+        "h6_is_a_range",
+        f"the recipe's MFU bound spans {out['mfu'][0]:.0%}-{out['mfu'][1]:.0%} and its "
+        f"exposed TP {out['tp_share'][0]:.0%}-{out['tp_share'][1]:.0%} of the step "
+        f"(bubble {out['bubble']:.0%}); below the fastest plan in every cell",
+    )
+    return out
+
+
+def l2_over_the_range(table) -> dict:
+    """Decide L2's first half: data parallelism beats TP 8 for 7B, in every cell.
+
+    ``cl.models.planner_ranges.l2_range``'s table must respond to both
+    unknowns (the TP plan gets faster as more of its traffic hides, and the
+    curves differ), and ``dp_over_tp`` must exceed 1 in every cell: a cell
+    where TP is as fast (all of its traffic hidden, say) fails the claim.
+
+    Args:
+        table: ``l2_range()``'s table.
+
+    Returns:
+        ``{"dp_over_tp": (low, high)}``.
+    """
+    from clusterlab.core.chart_checks import check_columns
+
+    need = ["curve", "tp_overlap", "tp_tokens_per_s", "dp_over_tp"]
+    check_columns(table, need, "the L2 table")
+    _responds(table, "L2", "tp_tokens_per_s", rising=True)
+    lost = table[~(table["dp_over_tp"] > 1.0)]
+    if len(lost):
+        r = lost.iloc[0]
+        raise AssertionError(
+            f"on {r.curve} with {r.tp_overlap:.0%} of TP hidden, TP 8 is as fast as "
+            f"data parallelism ({r.dp_over_tp:.2f}x): L2's 'TP wastes resources' fails"
+        )
+    lo, hi = float(table.dp_over_tp.min()), float(table.dp_over_tp.max())
+    passed(
+        "l2_over_the_range", f"data parallelism {lo:.2f}x to {hi:.2f}x faster than TP 8"
+    )
+    return {"dp_over_tp": (lo, hi)}
+
+
+__all__ = [
+    "h6_is_a_range",
+    "l2_over_the_range",
+    "state_bytes_per_gpu",
+    "zero_bytes_per_param",
+]
