@@ -60,7 +60,7 @@ from clusterlab.models.recipes import Recipe
 #: Columns of the 5-D planner that a 3-D plan does not have.
 _ONLY_5D = (
     "cp", "ep", "precision", "expert_state_bytes", "cp_comm_bytes", "cp_comm_s",
-    "ep_comm_bytes", "ep_comm_s",
+    "ep_comm_bytes", "ep_comm_s", "second_copy_bytes",
 )  # fmt: skip
 
 

@@ -206,6 +206,9 @@ def layout_plan(layout: pd.Series) -> dict:
     plan.update(global_batch=int(layout["global_batch"]), sequence_parallel=False)
     plan.update(gpus_per_node=int(layout["gpus_per_node"]))
     plan["gpu"] = str(layout["planner_gpu"])
+    link = layout.get("scale_up_link")
+    if isinstance(link, str) and link:
+        plan["scale_up_link"] = link
     return plan
 
 
@@ -302,13 +305,18 @@ def _memory(model, shape, s, b, m, plan, state, act_scale, formula):
     mem["grads"] = other / (tp * pp) * gb / (dp * cp if zero >= 2 else 1)
     mem["optimizer"] = other / (tp * pp) * ob / (dp * cp if zero >= 1 else 1)
     mem["expert_state"] = experts / (pp * ep) * expert_pp
+    # DualPipe's second copy of the weights a GPU holds (its shard under ZeRO-3).
+    held = mem["weights"] + experts / (pp * ep) * wb / (
+        dp * cp // ep if zero >= 3 else 1
+    )
+    mem["second_copy"] = (plan.get("copies", 1) - 1) * held
     if experts and zero == 3 and dp * cp > 1:  # ZeRO-3 gathers the local experts
         one = 3.0 * model.hidden * model.expert_ffn_hidden
         local = model.n_experts / ep * one - model.top_k * one / tp
         mem["gathered_weights"] += 2 * local * wb
         mem["gathered_grads"] += local * gb
     common = mem["weights"] + mem["grads"] + mem["optimizer"] + mem["expert_state"]
-    common += mem["gathered_weights"] + mem["gathered_grads"]
+    common += mem["second_copy"] + mem["gathered_weights"] + mem["gathered_grads"]
     common += mem["recompute_buffer"]
     last = mem["last_stage_activations"] + mem["logits"]
     if pp == 1:
@@ -345,7 +353,8 @@ def _ep_s(model, s, b, plan, ab, dispatch_b, cell):
     tokens = max(1, (b * s) // (cp * tp))
     per_node = max(1, cell["domain"] // (tp * cp))
     args = (tokens, model.hidden, model.top_k, ep)
-    where = dict(ranks_per_domain=per_node, nvlink=_NVLINK, network=cell["net"])
+    where = dict(ranks_per_domain=per_node, nvlink=cell.get("nvlink", _NVLINK),
+                 network=cell["net"])  # fmt: skip
     fwd = ep_layer_alltoall_s(*args, dispatch_b, **where)["layer_s"] / 2
     fwd += ep_layer_alltoall_s(*args, ab, **where)["layer_s"] / 2
     bwd = ep_layer_alltoall_s(*args, ab, **where)["layer_s"]
@@ -477,6 +486,9 @@ def plan5d_row(
     nvlink_domain: int = 8,
     fp8_matmul_efficiency: float | None = None,
     tp_overlap: float = 0.0,
+    state_bytes: tuple[float, float, float] | None = None,
+    weight_copies: int = 1,
+    scale_up_link: str = _NVLINK,
 ) -> dict:
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
@@ -497,6 +509,17 @@ def plan5d_row(
             GEMMs beside them, [0, 1]: 0 in plain Megatron-LM layers (the
             default), more with Transformer Engine's ``tp_comm_overlap`` or a
             collective matmul; hidden time is at most the compute.
+        state_bytes: bytes per parameter of (weights, gradients, optimizer
+            state), None for the precision's default (2, 2, 12; 4, 4, 8 in
+            fp32). ZeRO shards the optimizer state from stage 1, the gradients
+            from 2 and the weights from 3. ``cl.models.memory_margins`` names
+            published choices (Megatron's fp32 main gradients, DeepSeek-V3's
+            fp32 gradients and bf16 moments).
+        weight_copies: copies of the weights each GPU holds, in [1, 2]: 2 for
+            DualPipe, which keeps a second copy (``second_copy_bytes``).
+        scale_up_link: the ``cl.models.links.LINKS`` link an expert
+            all-to-all uses inside the NVLink domain ("NVLink 4"; "H800
+            NVLink", 160 GB/s, for DeepSeek-V3's H800s).
         fp8_matmul_efficiency: in fp8, the achieved share of the fp8 peak that
             the linear layers' GEMMs run at (None: ``FP8_EFFICIENCY_PART``'s
             measured MAMF, 0.73); attention's products stay in bf16 at
@@ -542,7 +565,19 @@ def plan5d_row(
     m = int(m_exact) if m_exact >= 1 and m_exact == int(m_exact) else 0
     plan = dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, z=zero_stage, rc=recompute)
     plan["sp"] = sequence_parallel
-    state = _state_bytes(precision)
+    if state_bytes is None:
+        state = _state_bytes(precision)
+    else:
+        if len(state_bytes) != 3:
+            raise ValueError(
+                f"state_bytes={state_bytes!r} must be (weights, gradients, optimizer) "
+                "bytes per parameter"
+            )
+        state = tuple(
+            check_float(f"state_bytes[{i}]", v, 0.0, 64.0)
+            for i, v in enumerate(state_bytes)
+        )
+    plan["copies"] = check_int("weight_copies", weight_copies, 1, 2)
     mem = _memory(model, shape, s, b, m, plan, state, ab / 2.0, formula)
     row = dict(tp=tp, pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute)
     row.update(sequence_parallel=sequence_parallel, cp=cp, ep=ep, precision=precision)
@@ -564,7 +599,12 @@ def plan5d_row(
     per_token = flops_per_token(shape.n_params, shape.n_layers, shape.hidden, s)
     hw_per_token = per_token + _extra_flops_per_token(shape, s, recompute, formula)
     net = as_link(inter_node_link)
-    cell = dict(domain=domain, system=intra_node_system, net=net)
+    if scale_up_link not in LINKS:
+        raise ValueError(
+            f"scale_up_link={scale_up_link!r}: choose a link of cl.models.links.LINKS "
+            f"({sorted(k for k, v in LINKS.items() if v.per_gpu)})"
+        )
+    cell = dict(domain=domain, system=intra_node_system, net=net, nvlink=scale_up_link)
     if precision == "fp8":  # the linear layers' GEMMs in fp8, attention in bf16
         eff8 = _fp8_efficiency() if fp8_matmul_efficiency is None else (
             check_float("fp8_matmul_efficiency", fp8_matmul_efficiency, 0.0, 1.0,
