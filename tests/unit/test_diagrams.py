@@ -250,3 +250,114 @@ def test_a_layout_with_context_parallelism_keeps_tp_inside_a_node():
     assert gpus["label"].str.contains("c1").any()
     with pytest.raises(ValueError, match="multiple"):
         planner_diagram.layout_spec(tp=3, pp=1, dp=1)
+
+
+# ------------------------------------------------- what a reader sees on the page
+#: The widest a picture may be and still fit the book's text column.
+PAGE_WIDTH_PX = 720
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_diagram_fits_the_width_of_the_page(name):
+    import re
+
+    vl_convert = pytest.importorskip("vl_convert")
+    svg = vl_convert.vegalite_to_svg(lean_spec(BUILDERS[name]().to_dict()))
+    width = float(re.search(r'width="([0-9.]+)"', svg).group(1))
+    assert width <= PAGE_WIDTH_PX, f"{name} is {width:.0f} px wide"
+
+
+def test_the_link_rates_chart_and_its_legend_fit_the_page():
+    import re
+
+    vl_convert = pytest.importorskip("vl_convert")
+    chart = cl.collectives.chart.link_rates_chart(
+        cl.published.load("interconnect_rates")
+    )
+    svg = vl_convert.vegalite_to_svg(lean_spec(chart.to_dict()))
+    assert float(re.search(r'width="([0-9.]+)"', svg).group(1)) <= PAGE_WIDTH_PX + 10
+
+
+def _crosses(seg, box, margin=0.3):
+    """Whether segment ``seg`` enters the inside of ``box`` (x, y, w, h)."""
+    (x1, y1, x2, y2), (bx, by, bw, bh) = seg, box
+    lo_x, hi_x, lo_y, hi_y = (
+        bx + margin,
+        bx + bw - margin,
+        by + margin,
+        by + bh - margin,
+    )
+    for k in range(1, 200):  # sample the segment; boxes are far wider than a step
+        t = k / 200
+        x, y = x1 + t * (x2 - x1), y1 + t * (y2 - y1)
+        if lo_x < x < hi_x and lo_y < y < hi_y:
+            return True
+    return False
+
+
+def _inside(a, b) -> bool:
+    return (
+        a.x >= b.x and a.y >= b.y and a.x + a.w <= b.x + b.w and a.y + a.h <= b.y + b.h
+    )
+
+
+def _label_box(b, px_per_x, px_per_y, font_px):
+    """The rectangle a box's label covers, in the diagram's units."""
+    lines = str(b.label).split("\n")
+    half_w = max(len(t) for t in lines) * 0.55 * font_px / px_per_x / 2
+    half_h = len(lines) * 1.2 * font_px / px_per_y / 2
+    cx, cy = b.x + b.w / 2, b.y + b.h / 2
+    return (cx - half_w, cy - half_h, 2 * half_w, 2 * half_h)
+
+
+@pytest.mark.parametrize(
+    "spec, size",
+    [("cluster", (620, 280)), ("sxm", (600, 230)), ("pcie", (600, 230))],
+)
+def test_no_link_runs_through_a_label_of_a_box_it_does_not_join(spec, size):
+    if spec == "cluster":
+        nodes, links = hardware.cluster_spec()
+    else:
+        nodes, links = hardware.node_spec(spec)
+    geo = _base.link_geometry(nodes, links)
+    boxes = nodes.drop_duplicates("id").set_index("id")
+    px_x = size[0] / (float((boxes.x + boxes.w).max()) * 1.06)
+    px_y = size[1] / (float((boxes.y + boxes.h).max()) * 1.02)
+    for r in geo.itertuples():
+        for name, b in boxes.iterrows():
+            if name in (r.src, r.dst) or not str(b.label).strip():
+                continue
+            seg = (r.x1, r.y1, r.x2, r.y2)
+            label = _label_box(b, px_x, px_y, 10)
+            assert not _crosses(seg, label, margin=0.0), (r.src, r.dst, name)
+
+
+def test_a_diagonal_link_leaves_its_source_at_the_edge_not_through_its_label():
+    nodes = pd.DataFrame(
+        [dict(id="a", x=0, y=0, w=10, h=4, label="a", kind="k"),
+         dict(id="b", x=30, y=20, w=10, h=4, label="b", kind="k")]
+    )  # fmt: skip
+    links = pd.DataFrame([dict(src="a", dst="b", label="", kind="k")])
+    g = _base.link_geometry(nodes, links).iloc[0]
+    assert (g.x1, g.y1) == (5, 4)  # the middle of a's bottom edge, not its label
+    assert g.x2 == pytest.approx(30) or g.y2 == pytest.approx(20)  # on b's edge
+
+
+def test_a_label_of_several_lines_is_centred_in_its_box():
+    nodes = pd.DataFrame(
+        [dict(id="a", x=0, y=0, w=10, h=10, label="one\ntwo\nthree", kind="k"),
+         dict(id="b", x=20, y=0, w=10, h=10, label="one", kind="k")]
+    )  # fmt: skip
+    spec = _base.box_diagram(nodes, title="t", size=(300, 100)).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    ty = {r["id"]: r["ty"] for r in rows}
+    assert ty["b"] == pytest.approx(5.0)
+    assert ty["a"] < 5.0  # lifted by one line of three, so the block is centred
+
+
+def test_the_moe_diagram_shows_the_routers_choice_at_step_0():
+    nodes, links, n = experts.moe_routing_spec()
+    at0 = links[(links["t0"] <= 0) & (0 < links["t1"])]
+    assert set(at0["dst"]) == {"router"} and len(at0) == len(experts.DEFAULT_ROUTES)
+    shown = nodes[(nodes["t0"] <= 0) & (0 < nodes["t1"])]
+    assert "router" in set(shown["id"])

@@ -237,7 +237,7 @@ def link_rates_chart(
         )
         .mark_bar()
         .encode(
-            y=alt.Y("link:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
+            y=alt.Y("link:N", sort="-x", title=None, axis=alt.Axis(labelLimit=280)),
             x=alt.X(
                 "rate_GBps:Q",
                 scale=alt.Scale(type="log", domain=[5, 2000]),
@@ -247,7 +247,7 @@ def link_rates_chart(
             color=alt.Color(
                 "scope:N",
                 title="where the link sits",
-                legend=alt.Legend(orient="bottom", labelLimit=320),
+                legend=alt.Legend(orient="bottom", columns=2, labelLimit=300),
             ),
             tooltip=["link", "scope", alt.Tooltip("rate_GBps:Q", format=".1f")],
         )
@@ -255,10 +255,13 @@ def link_rates_chart(
         .properties(
             title=alt.TitleParams(
                 title,
-                subtitle="vendors often quote both directions added together; "
-                "a transfer one way sees the per-direction rate",
+                subtitle=[
+                    "vendors often quote both directions added together;",
+                    "a transfer one way sees the per-direction rate",
+                ],
             ),
             height=240,
+            width=340,
         )
     )
 

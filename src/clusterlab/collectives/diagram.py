@@ -239,7 +239,6 @@ def cluster_spec(
     rails = check_int("rails", rails, 1, 8)
     spines = check_int("spines", spines, 1, 8)
     ratio = oversubscription(n_nodes, spines)
-    port = rate_label(_rate(NDR))
     nv = rate_label(_gpu("H100 SXM5", "nvlink_per_direction_Bps"))
     span = 100.0
     nodes, links = [], []
@@ -275,7 +274,7 @@ def cluster_spec(
                     src=f"leaf{r}",
                     dst=f"spine{s}",
                     kind="scale-out",
-                    label=f"{port} per port" if r == 0 and s == 0 else "",
+                    label="",
                     arrow=False,
                 )
             )
@@ -290,7 +289,7 @@ def cluster_spec(
                 w=nw - 2,
                 h=16,
                 kind="server",
-                label=f"\n\nserver {k}: NVLink {nv}\n(scale-up)",
+                label=f"\nserver {k}\nNVLink {nv}",
             )
         )
         for r in range(rails):
@@ -311,7 +310,7 @@ def cluster_spec(
                     src=nid,
                     dst=f"leaf{r}",
                     kind="scale-out",
-                    label=port if k == 0 and r == 0 else "",
+                    label="",
                     arrow=False,
                 )
             )
@@ -343,14 +342,16 @@ def cluster_diagram(n_nodes: int = 4, rails: int = 4, spines: int = 2) -> alt.Ch
     """Rails and a two-level fat tree (see :func:`cluster_spec`) as a chart."""
     nodes, links = cluster_spec(n_nodes, rails, spines)
     ratio = oversubscription(n_nodes, spines)
+    port = rate_label(_rate(NDR))
     return box_diagram(
         nodes,
         links,
         title="A rail-optimised two-level fat tree",
-        subtitle=(
+        subtitle=[
             f"each leaf: {n_nodes} ports down, {spines} up ({ratio:g}:1 "
-            "oversubscribed); storage runs on its own network"
-        ),
+            f"oversubscribed); every switch link {port} per direction",
+            "NVLink inside a server is the scale-up network; storage runs on its own",
+        ],
         size=(620, 280),
         font_size=10,
     )

@@ -141,7 +141,7 @@ def _visible(chart, steppable: bool):
 def link_geometry(nodes: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
     """``links`` with the end points of each arrow and its head's angle.
 
-    An arrow runs from the centre of ``src`` to the edge of ``dst``; its angle
+    An arrow runs from the edge of ``src`` to the edge of ``dst``; its angle
     is in degrees clockwise from up, as Vega's ``triangle`` shape expects.
     """
     centre = {
@@ -169,7 +169,8 @@ def _ends(a, b, straight=False):
 
     Unless ``straight``, boxes that overlap in x are joined by a vertical
     line, boxes that overlap in y by a horizontal one, others by a line from
-    centre to edge.
+    the middle of the source's top or bottom edge to the target's edge; a
+    ``straight`` link runs from centre to edge.
     """
     (ax, ay, aw, ah), (bx, by, bw, bh) = a, b
     lo, hi = max(ax - aw, bx - bw), min(ax + aw, bx + bw)
@@ -184,6 +185,11 @@ def _ends(a, b, straight=False):
         y = (lo + hi) / 2
         sign = 1 if bx > ax else -1
         return (ax + sign * aw, y, bx - sign * bw, y, 90.0 if sign > 0 else 270.0)
+    # Leave the source through the middle of its edge that faces the target
+    # (its top or bottom), not from its centre: a line never crosses the
+    # source's label or the boxes beside it in its row.
+    if by != ay and not straight:
+        ay = ay + (ah if by > ay else -ah)
     vx, vy = bx - ax, by - ay
     t = min(bw / abs(vx) if vx else math.inf, bh / abs(vy) if vy else math.inf)
     t = min(t, 1.0)
@@ -231,6 +237,11 @@ def box_diagram(
     nd = nodes.assign(x2=nodes["x"] + nodes["w"], y2=nodes["y"] + nodes["h"])
     nd["cx"] = nd["x"] + nd["w"] / 2
     nd["cy"] = nd["y"] + nd["h"] / 2
+    # Vega draws a label's first line at its y and the next ones below it:
+    # lift a label of n lines by (n - 1) / 2 lines, so it sits in its box.
+    line_px = round(1.2 * font_size, 1)
+    lines = nd["label"].astype(str).str.count("\n")
+    nd["ty"] = nd["cy"] - lines / 2 * line_px * y_max / height
     colour = alt.Color(
         "kind:N",
         scale=_colour(nodes["kind"]),
@@ -251,9 +262,9 @@ def box_diagram(
         steppable,
     )
     text = _visible(
-        base.mark_text(fontSize=font_size, lineBreak="\n").encode(
+        base.mark_text(fontSize=font_size, lineBreak="\n", lineHeight=line_px).encode(
             x=alt.X("cx:Q", scale=xs, axis=None),
-            y=alt.Y("cy:Q", scale=ys, axis=None),
+            y=alt.Y("ty:Q", scale=ys, axis=None),
             text="label:N",
             color=alt.Color(
                 "kind:N", scale=_ink(nodes["kind"], BOX_OPACITY), legend=None

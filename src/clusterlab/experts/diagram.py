@@ -27,7 +27,7 @@ def moe_routing_spec(expert_ids=DEFAULT_ROUTES, n_experts: int = 4, n_ranks: int
             rank ``e // (n_experts // n_ranks)``.
 
     Returns:
-        ``(nodes, links, n_steps)``: 0 tokens, 1 dispatch, 2 combine.
+        ``(nodes, links, n_steps)``: 0 the router's choice, 1 dispatch, 2 combine.
     """
     n_experts = check_int("n_experts", n_experts, 1, 16)
     n_ranks = check_int("n_ranks", n_ranks, 1, 8)
@@ -49,6 +49,14 @@ def moe_routing_spec(expert_ids=DEFAULT_ROUTES, n_experts: int = 4, n_ranks: int
             )
         )
     n_tok = len(ids)
+    # Step 0: the router (gate) scores each token and picks its expert.
+    nodes.append(
+        dict(
+            id="router", x=2, y=15, w=n_tok * 11 - 2, h=7, t0=0, t1=1,
+            kind="router", label="router: picks an expert for each token (t2→e3: "
+            "token 2 to expert 3); nothing has moved yet",
+        )
+    )  # fmt: skip
     for i, e in enumerate(ids):
         r = i * n_ranks // n_tok
         x = 2 + i * 11
@@ -65,6 +73,17 @@ def moe_routing_spec(expert_ids=DEFAULT_ROUTES, n_experts: int = 4, n_ranks: int
         )
         nodes.append(
             dict(id=f"o{i}", x=x, y=60, w=9, h=7, t0=2, kind="output", label=f"y{i}")
+        )
+        links.append(
+            dict(
+                src=f"t{i}",
+                dst="router",
+                t0=0,
+                t1=1,
+                kind="route",
+                label="",
+                straight=False,
+            )  # fmt: skip
         )
         links.append(
             dict(
@@ -100,8 +119,8 @@ def moe_routing_diagram(
         nodes,
         links,
         title="Experts: each token goes to the rank of its expert, and back",
-        subtitle="step 1: all-to-all dispatch; step 2: experts compute, "
-        "all-to-all combine back in token order",
+        subtitle="step 0: the router picks; step 1: all-to-all dispatch; step 2: "
+        "experts compute, all-to-all combine back in token order",
         size=(600, 210),
         n_steps=n_steps,
         font_size=9,

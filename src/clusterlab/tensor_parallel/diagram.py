@@ -11,7 +11,7 @@ def tensor_parallel_spec(sequence_parallel: bool = False):
     """
     sp = bool(sequence_parallel)
     enter = "g: all-gather" if sp else "f: identity"
-    leave = "g-bar: reduce-scatter" if sp else "g: all-reduce"
+    leave = "g-bar:\nreduce-scatter" if sp else "g: all-reduce"
     x_in = "X: S/2 tokens" if sp else "X (all tokens)"
     nodes = [
         dict(id="x", x=0, y=14, w=16, h=8, kind="activation", label=x_in),
@@ -67,8 +67,8 @@ def tensor_parallel_spec(sequence_parallel: bool = False):
         ]
     out = "Z: S/2 tokens" if sp else "Z = Z1 + Z2"
     nodes += [
-        dict(id="g", x=120, y=14, w=18, h=8, kind="collective", label=leave),
-        dict(id="z", x=142, y=14, w=16, h=8, kind="activation", label=out),
+        dict(id="g", x=120, y=14, w=21, h=8, kind="collective", label=leave),
+        dict(id="z", x=144, y=14, w=16, h=8, kind="activation", label=out),
     ]
     links.append(dict(src="g", dst="z", label=""))
     links = [dict(r, kind="data") for r in links]
