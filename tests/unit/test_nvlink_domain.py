@@ -69,7 +69,7 @@ def test_tp16_stays_on_nvlink_in_a_72_gpu_domain_and_is_faster():
 def test_ep32_stays_on_nvlink_in_a_72_gpu_domain_and_is_faster():
     ds = P5.moe_shape()
     plan = P5.layout_plan(P5.published_layout("DeepSeek-V3 pre-training"))
-    plan["ep"] = 32
+    plan.update(ep=32, scale_up_link="NVLink 4")  # the H100's NVLink, not the H800's
     eight = P5.plan5d_row(ds, **plan)
     rack = P5.plan5d_row(ds, **plan, nvlink_domain=72)
     assert P5.placement(1, 1, 32, nvlink_domain=8)["ep"] == "NVLink + network"

@@ -96,7 +96,7 @@ TABLES = {
     ],  # fmt: skip
 }
 #: Endings that name a unit; every numeric column but counts must carry one.
-UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd")
+UNIT_SUFFIXES = ("_Bps", "_flops", "_bytes", "_W", "_s", "_fraction", "_usd", "_ratio")
 #: Columns that are a unit themselves, or whose unit is in a ``unit`` or ``per`` column.
 UNIT_NAMES = {"usd", "W", "pue", "value"}
 COUNTS = {"n_gpus", "n_nodes", "gpus_per_node"}

@@ -93,6 +93,7 @@ def ep_layer_alltoall_s(
     ranks_per_domain: int = 8,
     nvlink="NVLink 4",
     network="NDR400 InfiniBand",
+    max_nodes_per_token: int | None = None,
 ) -> dict:
     """Dispatch plus combine time of one MoE layer, by where the ranks are.
 
@@ -101,12 +102,23 @@ def ep_layer_alltoall_s(
     rank's bytes bound for its own domain goes over NVLink, the rest over the
     network; the two run at once, so the slower one sets the time.
 
+    With ``max_nodes_per_token`` (DeepSeek-V3's node-limited routing: each
+    token's experts lie on at most M nodes) a token crosses the network once
+    per remote node it goes to, to the GPU of the same local index there,
+    which forwards it over NVLink to the experts' GPUs (the report's IB-then-
+    NVLink dispatch): ``min(M, top_k, nodes) * (nodes - 1) / nodes`` copies
+    per token over the network, instead of one per remote expert, and the
+    ``top_k`` copies' fan-out inside the nodes over NVLink.
+
     Args:
         tokens_per_rank, hidden, top_k, ep, bytes_per_value: as in
             :func:`alltoall_bytes_per_rank`.
         ranks_per_domain: GPUs joined by NVLink (a node), >= 1.
         nvlink, network: ``cl.models.links`` names or ``Link`` objects; their
             effective bytes/s and alpha come from ``data/``.
+
+        max_nodes_per_token: M of node-limited routing, >= 1, or None (each
+            copy to its expert's rank directly).
 
     Returns:
         A dict: ``bytes_per_rank`` (one all-to-all), ``nvlink_bytes``,
@@ -120,6 +132,12 @@ def ep_layer_alltoall_s(
     outside = ep - 1 - inside
     share_in = inside / (ep - 1) if ep > 1 else 0.0
     nv_bytes, net_bytes = total * share_in, total * (1 - share_in)
+    if max_nodes_per_token is not None and outside:
+        m = check_int("max_nodes_per_token", max_nodes_per_token, 1)
+        nodes = -(-ep // g)
+        one = tokens_per_rank * hidden * bytes_per_value  # one copy of each token
+        net_bytes = one * min(m, top_k, nodes) * (nodes - 1) / nodes
+        nv_bytes = one * top_k * (min(g, ep) - 1) / min(g, ep)  # the fan-out
     nv_s = alltoall_time_s(nv_bytes, inside + 1, fast.effective_Bps, fast.alpha_s)
     net_s = (
         alltoall_time_s(net_bytes, outside + 1, slow.effective_Bps, slow.alpha_s)
