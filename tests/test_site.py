@@ -207,6 +207,8 @@ def test_each_page_loads_offline_and_its_controls_redraw_its_charts(
     if page.startswith("labs/"):
         assert drawn >= 1, f"no chart drawn in {page}"
     assert p.locator(".jupyter-widgets, .widget-area").count() == 0, "a dead widget"
+    wide = _wider_than_the_column(p)
+    assert wide == [], f"charts cut off by the text column at 1280 px: {wide}"
 
     charts = p.locator(CHART)
     for i in range(drawn):
@@ -233,6 +235,33 @@ def test_each_page_loads_offline_and_its_controls_redraw_its_charts(
     violations = AXE.run_axe(p)
     axe_tally.update(AXE.count(violations))
     assert AXE.failing(violations) == [], f"WCAG 2.1 AA violations on {page}"
+
+
+#: Charts wider than the element that holds them, with their widths: the page
+#: scrolls or cuts them (a legend, a subtitle, a control out of sight).
+_WIDE_JS = f"""() => Array.from(document.querySelectorAll('{CHART}')).map((e, i) => {{
+    const w = e.getBoundingClientRect().width;
+    const room = e.parentElement.getBoundingClientRect().width;
+    return [i, Math.round(w), Math.round(room)]; }}).filter(r => r[1] > r[2] + 1)"""
+
+
+def _wider_than_the_column(page) -> list:
+    return page.evaluate(_WIDE_JS)
+
+
+def test_a_chart_wider_than_the_column_is_caught(browser):
+    """The width probe itself: a chart that fits passes, one wider than its
+    column is reported with its width."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        box = f'<div class="{CHART[1:]}" style="display: inline-block">'
+        page.set_content(f"""<div style="width: 688px">
+            {box}<svg width="600"></svg></div>{box}<svg width="931"></svg></div>
+            </div>""")
+        assert _wider_than_the_column(page) == [[1, 931, 688]]
+    finally:
+        context.close()
 
 
 def _svg_of(page, index: int) -> str:

@@ -130,9 +130,11 @@ def spacetime_chart(
             height=height,
             title=alt.TitleParams(
                 title,
-                subtitle="above each event its Lamport time, below it its vector "
-                "time; vermillion: a message received before it was sent, "
-                "by the wall clocks",
+                subtitle=[
+                    "above each event its Lamport time, below it its vector time;",
+                    "vermillion: a message received before it was sent, by the wall "
+                    "clocks",
+                ],
             ),
         )
     )

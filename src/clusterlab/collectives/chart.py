@@ -92,10 +92,8 @@ def busbw_size_chart(
     pick = alt.selection_point(fields=["label"], bind="legend")
     x = alt.X("size_bytes:Q", scale=alt.Scale(type="log"), title=SIZE_AXIS)
     y = alt.Y("busbw_GBps:Q", title="bus bandwidth (GB/s)")
-    colour = alt.Color(
-        "label:N", title="system", legend=alt.Legend(orient="bottom", labelLimit=420,
-        columns=1)
-    )  # fmt: skip
+    legend = alt.Legend(orient="bottom", labelLimit=420, columns=1)
+    colour = alt.Color("label:N", title="system", legend=legend)
     fade = alt.condition(pick, alt.value(1.0), alt.value(0.15))
     tip = [
         "label:N",
@@ -109,10 +107,15 @@ def busbw_size_chart(
         .mark_line()
         .encode(x=x, y=y, color=colour, opacity=fade, tooltip=tip)
     )
+    # The line's dash shares the colour's legend; each system's points also
+    # differ in shape, without a third legend of the same systems.
+    dash = alt.StrokeDash("label:N", title="system", legend=legend)
+    shape = alt.Shape("label:N", legend=None)
+    curve = curve.encode(strokeDash=dash)
     points = (
         base.transform_filter("datum.kind == 'published'")
         .mark_point(filled=True, size=50)
-        .encode(x=x, y=y, color=colour, opacity=fade, tooltip=tip)
+        .encode(x=x, y=y, color=colour, shape=shape, opacity=fade, tooltip=tip)
     )
     rules = (
         alt.Chart(data.drop_duplicates("link_GBps"))
@@ -126,9 +129,11 @@ def busbw_size_chart(
             height=300,
             title=alt.TitleParams(
                 title,
-                subtitle="points: published; lines: interpolated in log size; "
-                "dashed: the link's per-direction rate. Above it only in-switch "
-                "reduction (NVLS) can go.",
+                subtitle=[
+                    "points: published; lines: interpolated in log size; grey dashes:",
+                    "the link's per-direction rate. Above it only in-switch reduction "
+                    "(NVLS) can go.",
+                ],
             ),
         )
     )
@@ -247,7 +252,7 @@ def link_rates_chart(
             color=alt.Color(
                 "scope:N",
                 title="where the link sits",
-                legend=alt.Legend(orient="bottom", columns=2, labelLimit=300),
+                legend=alt.Legend(orient="bottom", columns=1, labelLimit=320),
             ),
             tooltip=["link", "scope", alt.Tooltip("rate_GBps:Q", format=".1f")],
         )
@@ -285,7 +290,7 @@ def published_busbw_chart(
         link_GBps=published["link_per_direction_Bps"] / 1e9,
         share=published["busbw_Bps"] / published["link_per_direction_Bps"],
     )[["label", "busbw_GBps", "link_GBps", "share", "source"]]
-    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=400))
+    y = alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=300))
     bars = (
         alt.Chart(data)
         .mark_bar(color="#0072B2")
@@ -312,6 +317,7 @@ def published_busbw_chart(
             "ticks: the per-direction rate of the link it is compared with",
         ),
         height=alt.Step(16),
+        width=400,
     )
 
 

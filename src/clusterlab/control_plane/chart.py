@@ -175,11 +175,13 @@ def register_chart(history: dict, *, title: str | None = None) -> alt.LayerChart
         )
     )
     return alt.layer(shade, bars).properties(
-        width=560,
+        width=500,
         title=alt.TitleParams(
             title or "What the clients saw while the leader was cut off",
-            subtitle="grey: the leader cut off; a bar per write or read, sent to "
-            "answered (red: refused or timed out; orange: a write never confirmed)",
+            subtitle=[
+                "grey: the leader cut off; a bar per write or read, sent to answered",
+                "(red: refused or timed out; orange: a write never confirmed)",
+            ],
         ),
     )
 

@@ -93,7 +93,17 @@ def _theme() -> dict:
                 "grid": True,
                 "gridColor": "#e6e6e6",
             },
-            "legend": {"labelFontSize": 12, "titleFontSize": 12},
+            # Below the plot, in up to three columns: a legend on the right
+            # made most charts wider than the book's text column (688 px in a
+            # 1280 px window), and the page cut them off.
+            # Several legends stack, not side by side.
+            "legend": {
+                "labelFontSize": 12,
+                "titleFontSize": 12,
+                "orient": "bottom",
+                "columns": 3,
+                "layout": {"bottom": {"direction": "vertical", "anchor": "start"}},
+            },  # fmt: skip
             "line": {"strokeWidth": 2.5},
             "point": {"size": 60, "filled": True},
         }

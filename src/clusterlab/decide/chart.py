@@ -75,15 +75,18 @@ def decision_chart(df: pd.DataFrame, pick: str | None = None) -> alt.VConcatChar
             y=alt.Y("line:O", axis=None),
             text="reason:N",
         )
-        .properties(width=560, height=110, title="Why (rule: reason)")
+        .properties(width=500, height=110, title="Why (rule: reason)")
     )
     top = alt.layer(bars, even).properties(
-        width=560,
+        width=500,
         height=220,
         title=alt.TitleParams(
             "Which workloads belong on GPUs",
-            subtitle="points: one GPU against one CPU core, per unit of work, at the "
-            "prices given; pick a workload to read its reasons",
+            subtitle=[
+                "points: one GPU against one CPU core, per unit of work, at the "
+                "prices given;",
+                "pick a workload to read its reasons",
+            ],
         ),
     )
     return alt.vconcat(top, reasons).add_params(param)

@@ -179,9 +179,12 @@ def race_chart(restart_steps: pd.DataFrame, restart: dict, per_step_log: pd.Data
     return alt.layer(lines, rules).properties(
         title=alt.TitleParams(
             "One failure schedule, two ways of recovering",
-            subtitle="checkpoint-restart stops, falls back to its last checkpoint "
-            "and restarts; per-step recovery stalls about a second, then goes on "
-            "with fewer groups",
+            subtitle=[
+                "checkpoint-restart stops, falls back to its last checkpoint and "
+                "restarts;",
+                "per-step recovery stalls about a second, then goes on with fewer "
+                "groups",
+            ],
         ),
         width=520,
         height=260,

@@ -75,7 +75,7 @@ def quorum_diagram(n_groups: int = 3, killed: int = 1, kill_step: int = 5):
         title="A quorum per step: a group dies, the step is retried, the group heals",
         subtitle="the in-flight step is not committed; the survivors retry it with a "
         "smaller quorum; the restarted group receives a live peer's state",
-        size=(680, 60 + 40 * n),
+        size=(650, 60 + 40 * n),
         legend=True,
     )
 

@@ -148,7 +148,7 @@ def space_time_diagram(
         links,
         title="Processes, messages and time",
         subtitle=f"events in the order they happen, left to right; {what}",
-        size=(600, 190),
+        size=(580, 190),
         n_steps=n_steps,
         step_name="event",
         legend=True,

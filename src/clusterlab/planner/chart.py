@@ -232,11 +232,11 @@ def planner_explorer(
         .mark_rule(color="#D55E00", strokeDash=[6, 3])
         .encode(y="memory_GB:Q")
     )
-    subtitle = (
+    subtitle = [
         f"dashed: {usable_fraction:.0%} of the GPU memory; faint plans do not fit; "
-        "further right runs faster (estimate); plans beaten within their layout "
-        "are left out"
-    )
+        "further right runs faster (estimate);",
+        "plans beaten within their layout (more memory, no faster) are left out",
+    ]
     return (
         alt.layer(_points(base, limit, tokens=False), rule)
         .add_params(pick, mem)

@@ -73,8 +73,11 @@ def allreduce_algorithms_chart(
         .properties(
             title=alt.TitleParams(
                 title,
-                subtitle="Small messages: latency steps decide (ring grows with the "
-                "GPU count). Large ones: bandwidth decides, and all three converge.",
+                subtitle=[
+                    "Small messages: latency steps decide (ring grows with the GPU "
+                    "count).",
+                    "Large ones: bandwidth decides, and all three converge.",
+                ],
             )
         )
     )

@@ -164,11 +164,11 @@ def ring_allreduce_diagram(n: int = 4) -> alt.LayerChart:
         nodes,
         links,
         title=f"Ring all-reduce on {n} GPUs: reduce-scatter, then all-gather",
-        subtitle=(
-            f"steps 1-{n - 1}: each GPU sends one chunk right and adds what it "
-            f"gets; steps {n}-{2 * (n - 1)}: the whole sums go round "
-            f"(GPU {n - 1} sends to GPU 0)"
-        ),
+        subtitle=[
+            f"steps 1-{n - 1}: each GPU sends one chunk right and adds what it gets;",
+            f"steps {n}-{2 * (n - 1)}: the whole sums go round "
+            f"(GPU {n - 1} sends to GPU 0)",
+        ],
         size=(560, 230),
         n_steps=n_steps,
         legend=True,

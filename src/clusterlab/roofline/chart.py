@@ -99,7 +99,10 @@ def roofline_chart(
         title="attainable FLOP/s (log scale; G = 1e9, T = 1e12, P = 1e15)",
     )
     color = alt.Color(
-        "machine:N", title="machine", sort=names, legend=alt.Legend(labelLimit=320)
+        "machine:N",
+        title="machine",
+        sort=names,
+        legend=alt.Legend(labelLimit=260, columns=2),
     )
     roofs = (
         alt.Chart(lines)

@@ -52,7 +52,7 @@ def disagg_diagram(
         subtitle=f"{prompt_tokens:,} prompt tokens at "
         f"{size_label(kv_bytes_per_token)} each: {transfer_s * 1e3:.1f} ms on "
         f"{link}; below, the co-located engine it replaces",
-        size=(680, 220),
+        size=(650, 220),
         legend=True,
     )
 
