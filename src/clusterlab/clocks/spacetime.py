@@ -35,7 +35,7 @@ def _messages(events: pd.DataFrame, span, n: int, width: int, height: int):
 def spacetime_chart(
     events: pd.DataFrame,
     *,
-    width: int = 640,
+    width: int = 610,
     lane_px: int = 90,
     title: str = "A space-time diagram: processes as lanes, messages as arrows",
 ) -> alt.LayerChart:
