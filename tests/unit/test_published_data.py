@@ -61,6 +61,18 @@ TABLES = {
         "ep",
         "zero_stage",
     ],
+    "fp8_training_published": [
+        "run",
+        "model",
+        "precision",
+        "n_gpus",
+        "tp",
+        "pp",
+        "cp",
+        "dp",
+        "zero_stage",
+        "tokens_per_gpu_per_s",
+    ],
     "cluster_runs": ["experiment", "nodes", "rate_mbit", "size_mib", "seconds"],
     "serving_models": ["model", "n_layers", "n_heads", "params_total"],
     "interruption_causes_published": ["run", "component", "category", "interruptions"],
@@ -118,6 +130,9 @@ UNIT_SUFFIXES += ("_ms", "_percent")
 COUNTS |= {"sent", "delivered", "false_alarms"}
 COUNTS |= {"buckets"}  # the recorded DDP sweep across a slow link
 COUNTS |= {"restarts", "steps"}  # the recorded torchft cuts
+# The published bf16/fp8 training pairs: FFN width, memory in GiB as printed.
+COUNTS |= {"ffn_hidden"}
+UNIT_SUFFIXES += ("_gib",)
 #: Counts that may be zero (a model with no shared expert; the first repetition).
 ZERO_ALLOWED = {"n_shared_experts", "rep", "restarts"}
 

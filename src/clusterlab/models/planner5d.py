@@ -517,6 +517,7 @@ def plan5d_row(
     state_bytes: tuple[float, float, float] | None = None,
     weight_copies: int = 1,
     scale_up_link: str = _NVLINK,
+    other_compute_s: float = 0.0,
 ) -> dict:
     """Memory, bubble, communication and speed of one 5-D plan (see the module).
 
@@ -557,6 +558,11 @@ def plan5d_row(
             divides it). A TP, CP, EP or PP group, or the whole job, that
             fits in it runs on NVLink (``intra_node_system``'s bus bandwidth);
             a larger one crosses ``inter_node_link`` (:func:`placement`).
+        other_compute_s: seconds per step and GPU of work the FLOP count
+            leaves out (norms, element-wise ops, casts, the optimizer), >= 0;
+            added to ``compute_s`` in every precision, since fp8 does not
+            shorten it (0, the default: the planner's upper bound).
+            ``cl.models.fp8_gain`` sizes it from a measured bf16 step.
 
     Returns:
         ``plan_row``'s keys, plus ``cp``, ``ep``, ``precision``,
@@ -581,6 +587,7 @@ def plan5d_row(
     usable = check_float("usable_fraction", usable_fraction, 0.0, 1.0)
     hide_ep = check_float("ep_overlap", ep_overlap, 0.0, 1.0)
     hide_tp = check_float("tp_overlap", tp_overlap, 0.0, 1.0)
+    other_s = check_float("other_compute_s", other_compute_s, 0.0)
     domain = scale_up_size(nvlink_domain, gpus_per_node)
     gpu_bytes, gpu_peak = _gpu_figures(gpu, precision)
     mem_cap = gpu_bytes if gpu_memory_bytes is None else gpu_memory_bytes
@@ -647,6 +654,7 @@ def plan5d_row(
     else:
         compute_s = hw_per_token * tokens / n_gpus / (peak * eff)
         cell["flops"] = peak * eff
+    compute_s += other_s
     act_bytes = ab * (s // cp) * b * shape.hidden
     tp_count = (6 if recompute == "full" else 4) * layers * m
     tp_sent = 0.0 if tp == 1 else tp_count * act_bytes * 2 * (tp - 1) / tp

@@ -1,4 +1,5 @@
-"""Exercise checks: model state per parameter under ZeRO, and per GPU in 5-D."""
+"""Exercise checks: model state per parameter under ZeRO, and per GPU in 5-D;
+the planner's claims over its unknowns, and its fp8 gain against a published one."""
 
 from __future__ import annotations
 
@@ -213,7 +214,88 @@ def l2_over_the_range(table) -> dict:
     return {"dp_over_tp": (lo, hi)}
 
 
+def _gain_hint(r, column: str) -> str:
+    """Why a model's fp8 gain misses the published one, from its row."""
+    gain = r[column]
+    if gain >= 1.8:
+        return (
+            "a gain near 2x prices every FLOP at twice the bf16 rate; only the "
+            "linear layers' GEMMs run in fp8, below their peak, and the rest of "
+            "the step does not speed up"
+        )
+    if gain <= 1.02:
+        return (
+            "no gain: fp8 is priced like bf16, but its tensor-core peak is twice "
+            "bf16's and the linear layers' GEMMs run in it"
+        )
+    share = r.get("model_bf16_share")
+    if gain > r["published_gain"] and share is not None and share == share:
+        return (
+            f"the model's bf16 step is {share:.0%} of the measured one: it counts "
+            "only the matmuls, and the work it leaves out (norms, element-wise "
+            "ops, casts, the optimizer) does not speed up in fp8"
+        )
+    if gain > r["published_gain"]:
+        return "the model leaves out work that fp8 does not speed up"
+    return (
+        "the model's fp8 step is so short that traffic it cannot hide (FSDP's "
+        "gathers over the network) sets it, where the measured step, longer, "
+        "hides it"
+    )
+
+
+def fp8_gain_agrees(table, column: str = "model_gain", tolerance=None) -> dict:
+    """Decide whether a model's end-to-end fp8 gain is the published one.
+
+    ``cl.models.fp8_gain.fp8_gain_table``'s rows are published bf16 and fp8
+    runs of one layout on one system; a model agrees when, on every run, its
+    gain (bf16 step over fp8 step) is within ``tolerance`` of the published
+    gain, relatively. A model that doubles every FLOP (a gain near 2) fails,
+    and so does one in which fp8 buys nothing (a gain of 1).
+
+    Args:
+        table: ``fp8_gain_table()`` (columns ``run, published_gain`` and
+            ``column``).
+        column: the model's gain: ``"model_gain"`` (the planner's) or
+            ``"gain_with_other"`` (with the work it leaves out held fixed).
+        tolerance: the allowed relative difference, in (0, 1); None for
+            ``cl.models.fp8_gain.GAIN_TOLERANCE`` (10%, justified there).
+
+    Returns:
+        ``{run: {"model_gain": g, "published_gain": p, "off": g / p - 1}}``.
+    """
+    from clusterlab.core.chart_checks import check_columns
+    from clusterlab.core.validate import check_float
+    from clusterlab.models.fp8_gain import GAIN_TOLERANCE
+
+    check_columns(table, ["run", "published_gain", column], "the fp8 gain table")
+    if table.empty:
+        raise ValueError("the fp8 gain table has no run to compare")
+    tol = GAIN_TOLERANCE if tolerance is None else tolerance
+    tol = check_float("tolerance", tol, 0.0, 1.0, low_inclusive=False)
+    out = {}
+    for _, r in table.iterrows():
+        gain, pub = float(r[column]), float(r["published_gain"])
+        off = gain / pub - 1.0
+        if not abs(off) <= tol:
+            raise AssertionError(
+                f"{r['run']}: the model's fp8 gain is {gain:.2f}x against the "
+                f"published {pub:.2f}x ({off:+.0%}, beyond {tol:.0%}); "
+                f"{_gain_hint(r, column)}"
+            )
+        out[r["run"]] = {"model_gain": gain, "published_gain": pub, "off": off}
+    worst = max(out.values(), key=lambda v: abs(v["off"]))
+    passed(
+        "fp8_gain_agrees",
+        f"{len(out)} published run(s): the model's fp8 gain is within {tol:.0%} of "
+        f"the measured one (at worst {worst['model_gain']:.2f}x against "
+        f"{worst['published_gain']:.2f}x)",
+    )
+    return out
+
+
 __all__ = [
+    "fp8_gain_agrees",
     "h6_is_a_range",
     "l2_over_the_range",
     "state_bytes_per_gpu",
