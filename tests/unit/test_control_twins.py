@@ -259,6 +259,13 @@ def _pipeline():
     )
 
 
+def _ring():
+    return (
+        cl.ring.widget.allreduce_algorithm_explorer(),
+        cl.ring.chart.allreduce_model_chart(),
+    )
+
+
 def _precision():
     g = [1e-6, 1e-3, 0.5]
     m = cl.models.precision
@@ -353,6 +360,12 @@ EXPLORERS = {
         ("p", "m"),
     ),
     "precision": (_precision, [("log2 scale", "log2_scale")], ()),
+    # Lab 05's all-reduce algorithms: the page computes the models in Vega
+    "ring": (
+        _ring,
+        [("α (s)", "log_alpha"), ("B (B/s)", "log_bw"), ("log2 bytes", "log2_bytes")],
+        (),
+    ),
     # the page offers the sweep's distributions (not "none")
     "stragglers": (
         _stragglers,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from clusterlab.models.allreduce_sweeps import allreduce_model_sweep
-from clusterlab.models.links import LINKS
-from clusterlab.ring.chart import allreduce_algorithms_chart
+from clusterlab.ring.chart import ALLREDUCE_CONTROLS, allreduce_model_chart
 
 
 def _output_with(draw):
@@ -25,32 +23,22 @@ def _output_with(draw):
 def allreduce_algorithm_explorer():
     """Widget: latency, bandwidth and size sliders over the three models.
 
+    The sliders are built from the specs that build the page's sliders
+    (``cl.ring.chart.ALLREDUCE_CONTROLS``), and each redraw is
+    ``allreduce_model_chart`` at their values: the page's chart with its
+    parameters fixed, so the live and the static explorer draw one model.
+
     Returns:
         An ``ipywidgets.VBox``; moving a slider redraws the chart.
     """
     import ipywidgets as w
 
-    start = LINKS["100GbE TCP"]  # start from one 100 GbE port per GPU
-    alpha = w.FloatLogSlider(
-        value=start.alpha_s, base=10, min=-7, max=-3, step=0.25, description="α (s)"
-    )
-    bw = w.FloatLogSlider(
-        value=start.per_direction_Bps,
-        base=10,
-        min=8,
-        max=12,
-        step=0.1,
-        description="B (B/s)",
-    )
-    size = w.IntSlider(value=28, min=10, max=36, description="log2 bytes")
+    alpha, bw, size = (spec.widget() for spec in ALLREDUCE_CONTROLS)
 
     def draw():
-        df = allreduce_model_sweep(
-            alphas_s=(alpha.value,),
-            bandwidths_Bps=(bw.value,),
-            log2_sizes=(size.value,),
+        return allreduce_model_chart(
+            alpha.value, bw.value, 2**size.value, interactive=False
         )
-        return allreduce_algorithms_chart(df)
 
     out, redraw = _output_with(draw)
     for control in (alpha, bw, size):
