@@ -50,8 +50,8 @@ LEFT = {
     "ring/chart.py::allreduce_algorithms_chart": (
         3,
         "the sweep's α (µs), bandwidth (GB/s) and log2 sizes; the live sliders "
-        "move α in s and β in B/s, and the live widget draws this chart over "
-        "one case",
+        "move α in s and β in B/s; the pages and Lab 05 draw "
+        "allreduce_model_chart instead",
     ),
     "ring/chart.py::ring_timing_chart": (1, "the measured world sizes"),
     "roofline/chart.py::roofline_chart": (
