@@ -1,6 +1,5 @@
-"""Playing schedules' action lists, held activations, and the schedule checks."""
+"""Playing schedules' action lists, held activations, and the (v, m) exercise."""
 
-import pandas as pd
 import pytest
 
 import clusterlab as cl
@@ -11,10 +10,6 @@ from clusterlab.models.pipeline_schedules import (
     play_actions,
 )
 from clusterlab.pipeline.answer import choose_schedule
-from clusterlab.pipeline.check_schedules import (
-    check_schedule_bubbles,
-    schedule_bubble_verdict,
-)
 from clusterlab.pipeline.ranks import stage_schedule
 
 # torch's ScheduleInterleaved1F1B and ScheduleZBVZeroBubble, W = 2, m = 4
@@ -74,37 +69,21 @@ def test_play_refuses_a_deadlock_and_bad_times():
         play_actions({0: [(0, "F", 0)]}, f=0)
 
 
-def _table(**measured):
-    predicted = {"1f1b": 0.2, "interleaved_1f1b": 0.111, "zbv": 0.04}
-    m = {**{k: v + 0.05 for k, v in predicted.items()}, **measured}
-    return pd.DataFrame(
-        {"schedule": list(predicted), "predicted": list(predicted.values()),
-         "measured": [m[k] for k in predicted]}
-    )  # fmt: skip
-
-
-def test_schedule_bubbles_fit_when_measured_a_little_above():
-    assert (schedule_bubble_verdict(_table()).verdict == "fits").all()
-
-
-def test_schedule_bubbles_fail_when_the_model_predicts_too_much_idle():
-    # "zero bubble helps nothing": ZBV predicted at 1F1B's 20%, measured 9%
-    wrong = _table().assign(predicted=[0.2, 0.2, 0.2])
-    with pytest.raises(AssertionError, match="noise only adds idle"):
-        check_schedule_bubbles(lambda: wrong, tries=1)
-
-
-def test_schedule_bubbles_fail_when_measured_far_above_every_try(capsys):
-    with pytest.raises(AssertionError, match="missed on all 2 tries"):
-        check_schedule_bubbles(lambda: _table(zbv=0.5), tries=2)
-    assert "measuring again" in capsys.readouterr().out
-
-
-def test_schedule_verdict_names_bad_arguments():
-    with pytest.raises(ValueError, match="allowance=2"):
-        schedule_bubble_verdict(_table(), allowance=2)
-    with pytest.raises(ValueError, match="measured"):
-        schedule_bubble_verdict(_table().drop(columns="measured"))
+def test_play_takes_a_time_per_stage_and_a_delay_per_action():
+    orders = _one_f_one_b(2, 2)
+    even = play_actions(orders, 1.0, 1.0, 1.0)
+    heavy = play_actions(orders, [1.0, 2.0], [1.0, 2.0], {0: 1.0, 1: 2.0})
+    assert heavy["end"].max() > even["end"].max()
+    busy = (heavy.end - heavy.start).groupby(heavy.stage).sum().tolist()
+    assert busy == [2 * 3.0, 2 * 6.0]  # F + B (= b + w) per micro-batch
+    late = play_actions(orders, 1.0, 1.0, 1.0, delay_s=0.5)
+    # rank 0's first pass waits for nothing; every later one starts 0.5 late
+    assert late["start"].min() == 0.0
+    assert late["end"].max() > even["end"].max()
+    with pytest.raises(ValueError, match="give one for each stage 0 .. 1"):
+        play_actions(orders, [1.0], 1.0, 1.0)
+    with pytest.raises(ValueError, match="delay_s=-1"):
+        play_actions(orders, delay_s=-1.0)
 
 
 def test_choose_schedule_check_passes_the_solution(capsys):

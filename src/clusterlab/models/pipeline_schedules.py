@@ -1,12 +1,14 @@
-"""Play any pipeline schedule's own list of actions, split backward included.
+"""Play pipeline schedules' lists of actions, split backward included.
 
-PyTorch's multi-stage schedules (``torch.distributed.pipelining``) publish, for
-every rank, the list of actions they run: ``"2F1"`` is stage 2's forward of
-micro-batch 1, ``"0B3"`` a full backward, and the zero-bubble schedules split a
-backward into ``"I"`` (the input's gradient, which the previous stage waits
-for) and ``"W"`` (the weights' gradient, which nobody waits for; Qi et al.
-2024). :func:`play_actions` plays such lists out with given pass times and no
-message time, the prediction a measured step is compared with:
+A schedule is, for every rank, a list of actions: ``(2, "F", 1)`` is stage 2's
+forward of micro-batch 1, ``"B"`` a whole backward, and the zero-bubble
+schedules split a backward into ``"I"`` (the input's gradient, which the
+previous stage waits for) and ``"W"`` (the weights' gradient, which nobody
+waits for; Qi et al. 2024). ``cl.models.pipeline_orders`` writes such lists
+from each schedule's published rule; :func:`parse_actions` reads them as
+PyTorch prints its own. :func:`play_actions` plays them out with a time per
+stage and kind of pass, and a delay for each action (no delay: the schedule
+alone):
 
 * ``F(s, i)`` waits for ``F(s - 1, i)``;
 * ``I(s, i)`` and ``B(s, i)`` wait for ``I``/``B`` of ``(s + 1, i)``, or on the
@@ -17,17 +19,12 @@ A stage holds a micro-batch's activations from the start of its forward to
 the end of its W (or its full B): :func:`held_activations` counts them.
 :func:`zb_h1_bubble_fraction` is the closed form of the ZB-H1 schedule.
 
-A zero-bubble pipeline schedule: the backward pass split in two.
-
-Qi et al. (2023, "Zero Bubble Pipeline Parallelism") split each backward into
-B, the gradient with respect to the stage's input (which the previous stage
-waits for), and W, the gradient with respect to its weights (which nobody
-waits for). W can then fill the time a stage would spend idle. This module
-plays out a greedy version of their ZB-H1 schedule: each stage, whenever it is
-free, runs a ready B first, else a ready F if it holds fewer than ``p - s``
-micro-batches (1F1B's memory), else a pending W. The result has the columns of
-:func:`clusterlab.models.pipeline.simulate_schedule`, with phases ``fwd``,
-``bwd`` (B) and ``wgt`` (W).
+:func:`zero_bubble_schedule` is another kind of model, the policy the
+chapter's diagram draws: a greedy ZB-H1-like schedule where each stage,
+whenever it is free, runs a ready B first, else a ready F if it holds fewer
+than ``p - s`` micro-batches (1F1B's memory), else a pending W. Its result has
+the columns of :func:`clusterlab.models.pipeline.simulate_schedule`, with
+phases ``fwd``, ``bwd`` (B) and ``wgt`` (W).
 """
 
 from __future__ import annotations
@@ -91,11 +88,29 @@ def parse_actions(actions) -> list[tuple[int, str, int]]:
     return out
 
 
+def _stage_times(name, value, stages):
+    """A time for each of ``stages`` stages: one number for all, or one each."""
+    if isinstance(value, dict | list | tuple):
+        each = dict(value) if isinstance(value, dict) else dict(enumerate(value))
+        if set(each) != set(range(stages)):
+            raise ValueError(
+                f"{name} has times for the stages {sorted(each)}: give one for "
+                f"each stage 0 .. {stages - 1}"
+            )
+        return [
+            check_float(f"{name}[{k}]", each[k], 0.0, low_inclusive=False)
+            for k in range(stages)
+        ]
+    return [check_float(name, value, 0.0, low_inclusive=False)] * stages
+
+
 def play_actions(
     orders: dict,
-    f: float = 1.0,
-    b: float = 1.0,
-    w: float = 1.0,
+    f=1.0,
+    b=1.0,
+    w=1.0,
+    *,
+    delay_s: float = 0.0,
 ) -> pd.DataFrame:
     """Play each rank's list of actions out; each starts when it can.
 
@@ -103,8 +118,12 @@ def play_actions(
         orders: rank -> list of ``(stage, kind, micro-batch)`` (see
             :func:`parse_actions`); the stages are numbered 0 .. S - 1 over all
             ranks.
-        f, b, w: time of one stage's forward, input-gradient and
-            weight-gradient pass (a full backward B takes ``b + w``), > 0.
+        f, b, w: time of a stage's forward, input-gradient and weight-gradient
+            pass (a full backward B takes ``b + w``), > 0: one number for every
+            stage, or a list (or dict) with one per stage.
+        delay_s: time each action starts after it could (after its rank's
+            previous action and its input), >= 0: messages and the runtime
+            between passes; 0 for the schedule alone.
 
     Returns:
         One row per action: ``stage`` (the rank, a Gantt row), ``chunk`` (the
@@ -112,21 +131,21 @@ def play_actions(
         ``start``, ``end``, sorted by rank and start.
 
     Raises:
-        ValueError: an order that waits for an action nobody runs.
+        ValueError: an order that waits for an action nobody runs, or a stage
+            with no time.
     """
-    times = {
-        "F": check_float("f", f, 0.0, low_inclusive=False),
-        "I": check_float("b", b, 0.0, low_inclusive=False),
-        "W": check_float("w", w, 0.0, low_inclusive=False),
-    }
-    times["B"] = times["I"] + times["W"]
-    phase = {"F": "fwd", "I": "bwd", "B": "bwd", "W": "wgt"}
     if not orders:
         raise ValueError("orders={} is empty: give each rank its actions")
     last = max(s for acts in orders.values() for s, _, _ in acts)
+    times = {k: _stage_times(n, t, last + 1) for k, n, t in
+             (("F", "f", f), ("I", "b", b), ("W", "w", w))}  # fmt: skip
+    times["B"] = [x + y for x, y in zip(times["I"], times["W"], strict=True)]
+    delay = check_float("delay_s", delay_s, 0.0)
+    phase = {"F": "fwd", "I": "bwd", "B": "bwd", "W": "wgt"}
+
     done, rows = {}, []
     nxt = {r: 0 for r in orders}
-    free = {r: 0.0 for r in orders}
+    free = {r: None for r in orders}
     left = sum(len(a) for a in orders.values())
     while left:
         moved = False
@@ -141,8 +160,9 @@ def play_actions(
                     dep = ("I", s + 1, i) if s < last else ("F", s, i)
                 if dep is not None and dep not in done:
                     break
-                start = max(free[r], done.get(dep, 0.0))
-                end = start + times[kind]
+                waits = [t for t in (free[r], done.get(dep)) if t is not None]
+                start = max(waits) + delay if waits else 0.0
+                end = start + times[kind][s]
                 # A full backward also stands for the input gradient it holds.
                 done[(kind if kind != "B" else "I", s, i)] = end
                 free[r] = end

@@ -1,11 +1,24 @@
 """Checks for the interleaved and zero-bubble schedules: bubble, and (v, m) under a cap.
 
 :func:`schedule_bubble_verdict` decides whether each schedule's measured
-bubble fits its prediction. Noise only adds idle time (messages take time,
-torch's runtime runs between passes), so a measurement below the prediction by
-more than :data:`SCHEDULE_FLOOR` rejects the prediction for good; above it by
-more than :data:`SCHEDULE_ALLOWANCE`, the machine may have been busy and
-:func:`check_schedule_bubbles` measures again (bounded).
+bubble fits a model's prediction (``cl.pipeline.schedules.compare_schedules``
+makes the table). The measured bubble counts only the pads as busy time, so
+noise (a late message, torch's runtime between passes, a sleep that overran)
+only adds idle time:
+
+    predicted - floor  <=  measured  <=  predicted + allowance
+
+Below, nothing in the noise can explain the gap, and the model is wrong for
+good. Above, the machine may have been busier than the run's own noise
+showed, and :func:`check_schedule_bubbles` measures again (bounded). The
+allowance is the run's own: the idle share its passes' measured lateness adds
+to the schedules (``compare_schedules``'s ``allowance``).
+
+The band ``floor + allowance`` must be narrower than the smallest gap between
+the schedules' predicted bubbles (``gap``): a wider one would let a model that
+predicts one schedule's bubble for another pass. The verdict refuses such an
+allowance with a ``ValueError``; when a run's own noise is that wide, the
+check says the machine was too busy to tell and measures again.
 
 :func:`choose_schedule` grades the exercise: the chunks per GPU ``v`` and the
 micro-batches ``m`` with the smallest bubble whose activations fit a cap.
@@ -13,46 +26,101 @@ micro-batches ``m`` with the smallest bubble whose activations fit a cap.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from clusterlab.core.busy import retry
 from clusterlab.core.checks import not_attempted, passed
 from clusterlab.core.validate import check_float
 from clusterlab.models.pipeline import bubble_fraction, in_flight_microbatches
+from clusterlab.models.pipeline_orders import bubble_gaps
 
-#: Idle share the stamps cannot resolve (one percentage point).
-SCHEDULE_FLOOR = 0.01
+#: Idle share a measurement may sit below its prediction: half a point. A
+#: run that keeps the rule's order cannot finish sooner than its pads allow,
+#: so this covers only the stamps' clock.
+SCHEDULE_FLOOR = 0.005
 
 
-#: Idle share torch's runtime and gloo's messages may add between padded passes
-#: of 20 ms: 5 to 9 points were measured on a loaded two-core machine.
-SCHEDULE_ALLOWANCE = 0.12
+def _gaps(table):
+    """``gap`` and ``nearest`` per row: the table's own, or from ``predicted``."""
+    if {"gap", "nearest"} <= set(table.columns):
+        return table[["gap", "nearest"]]
+    gaps = bubble_gaps(dict(zip(table["schedule"], table["predicted"], strict=True)))
+    return gaps.loc[table["schedule"]].set_index(table.index)
+
+
+def schedule_band(table: pd.DataFrame, floor: float = SCHEDULE_FLOOR, allowance=None):
+    """``(widest band, smallest gap, the two schedules that gap lies between)``.
+
+    Args:
+        table: columns ``schedule, predicted`` and, unless ``allowance`` is
+            given, ``allowance``; ``gap`` and ``nearest`` if the table carries
+            its own (else from ``predicted``).
+        floor: idle share a measurement may sit below its prediction, in [0, 1].
+        allowance: how far above, in [0, 1], for every row; None takes the
+            table's ``allowance`` column (the run's own noise).
+
+    Returns:
+        ``(band, gap, pair)``: ``floor + allowance`` at its widest, the
+        smallest gap, and the two schedules nearest each other.
+    """
+    lo = check_float("floor", floor, 0.0, 1.0)
+    missing = {"schedule", "predicted"} - set(table.columns)
+    if allowance is None and "allowance" not in table.columns:
+        missing.add("allowance")
+    if missing:
+        raise ValueError(f"table lacks the columns {sorted(missing)}")
+    if allowance is None:
+        hi = table["allowance"].astype(float)
+    else:
+        hi = pd.Series(check_float("allowance", allowance, 0.0, 1.0), table.index)
+    gaps = _gaps(table)
+    first = gaps["gap"].astype(float).idxmin()
+    pair = (table.at[first, "schedule"], gaps.at[first, "nearest"])
+    return lo + float(hi.max()), float(gaps.at[first, "gap"]), pair
 
 
 def schedule_bubble_verdict(
     table: pd.DataFrame,
     floor: float = SCHEDULE_FLOOR,
-    allowance: float = SCHEDULE_ALLOWANCE,
+    allowance=None,
 ) -> pd.DataFrame:
     """Mark each schedule "fits", "below" (impossible) or "above" (too busy?).
 
     Args:
-        table: columns ``schedule, measured, predicted`` (idle shares), as
+        table: columns ``schedule, measured, predicted`` (idle shares),
+            ``allowance`` unless given below, and ``gap``, ``nearest`` (else
+            taken from ``predicted``), as
             ``cl.pipeline.schedules.compare_schedules`` returns.
         floor: how far below the prediction a measurement may sit, in [0, 1].
-        allowance: how far above, in [0, 1].
+        allowance: how far above, in [0, 1], for every row; None (the default)
+            takes the table's ``allowance`` column, the run's own noise.
 
     Returns:
-        The table with a ``verdict`` column.
+        The table with ``low``, ``high`` and ``verdict`` columns.
+
+    Raises:
+        ValueError: a missing column, or a band ``floor + allowance`` not
+            narrower than the smallest gap between the predicted bubbles.
     """
-    lo = check_float("floor", floor, 0.0, 1.0)
-    hi = check_float("allowance", allowance, 0.0, 1.0)
-    missing = {"schedule", "measured", "predicted"} - set(table.columns)
-    if missing:
-        raise ValueError(f"table lacks the columns {sorted(missing)}")
-    gap = table["measured"] - table["predicted"]
-    verdict = gap.map(lambda g: "below" if g < -lo else "above" if g > hi else "fits")
-    return table.assign(verdict=verdict)
+    if "measured" not in table.columns:
+        raise ValueError("table lacks the columns ['measured']")
+    band, gap, pair = schedule_band(table, floor, allowance)
+    if band >= gap:
+        raise ValueError(
+            f"allowance={band - floor:.3f} (plus the floor of {floor:.3f}) is not "
+            f"below the smallest gap between the predicted bubbles, {gap:.3f} "
+            f"({pair[0]} and {pair[1]}): a measurement could fit either, so the "
+            "check could not tell those schedules apart"
+        )
+    hi = table["allowance"] if allowance is None else float(allowance)
+    out = table.assign(low=table["predicted"] - floor, high=table["predicted"] + hi)
+    out["verdict"] = np.select(
+        [out["measured"] < out["low"], out["measured"] > out["high"]],
+        ["below", "above"],
+        "fits",
+    )
+    return out
 
 
 def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
@@ -64,7 +132,9 @@ def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
         tries: measurements at most, in [1, 10].
 
     Returns:
-        The verdict table of the first try where every schedule fits.
+        The verdict table of the first try where every schedule fits, with a
+        ``decided`` column: False when every try was too noisy to tell the
+        schedules apart (said in words; then ``verdict`` is "undecided").
 
     Raises:
         AssertionError: a measurement below its prediction (the model is
@@ -72,6 +142,12 @@ def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
     """
 
     def judge(table):
+        band, gap, pair = schedule_band(table)
+        if band >= gap:
+            return "busy", (
+                f"this run's noise allows {band:.1%} around the predictions, not "
+                f"less than the {gap:.1%} between {pair[0]} and {pair[1]}"
+            )
         table = schedule_bubble_verdict(table)
         if (table.verdict == "below").any():
             rows = table[table.verdict == "below"]
@@ -83,9 +159,15 @@ def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
             )
         over = table[table.verdict == "above"]
         if len(over):
-            text = f"{list(over.schedule)} idled more than predicted + allowance"
+            text = (
+                f"{list(over.schedule)} idled {over.measured.round(3).tolist()}, "
+                f"more than predicted + allowance {over.high.round(3).tolist()}"
+            )
             return "miss", text
-        return "pass", "every schedule within its bound"
+        return (
+            "pass",
+            f"every schedule within its bound (band {band:.1%} < gap {gap:.1%})",
+        )
 
     done = retry(
         measure,
@@ -93,8 +175,12 @@ def check_schedule_bubbles(measure, tries: int = 3) -> pd.DataFrame:
         what="pipeline schedules' bubbles",
         hint="a prediction far below the measurement on every try is wrong",
         tries=tries,
+        undecided="the schedules' bubbles were not judged; run it again on a "
+        "quieter machine",
     )
-    return schedule_bubble_verdict(done.result)
+    if done.verdict == "busy":
+        return done.result.assign(verdict="undecided", decided=False)
+    return schedule_bubble_verdict(done.result).assign(decided=True)
 
 
 #: (stages, most micro-batches, cap on micro-batches held, largest v).
@@ -157,9 +243,9 @@ def choose_schedule(fn) -> bool:
 
 
 __all__ = [
-    "SCHEDULE_ALLOWANCE",
     "SCHEDULE_FLOOR",
     "check_schedule_bubbles",
     "choose_schedule",
+    "schedule_band",
     "schedule_bubble_verdict",
 ]

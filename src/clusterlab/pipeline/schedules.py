@@ -18,8 +18,16 @@ Every pass is padded with sleeps that stand for a larger stage's compute: the
 forward ``f_s``, the input-gradient part ``b_s`` and the weight-gradient part
 ``w_s`` of each block. The sleeps sit in the autograd graph, so a split
 backward pays ``b_s`` in B and ``w_s`` in W, and a full backward pays both.
-Each sleep stamps its start and end, so a step's bubble and the activations a
-rank holds are measured from what the schedule ran.
+Each block has pads of its own, so the last block (in a language model the one
+that also holds the head and the loss) can be heavier. Each sleep stamps its
+start and end, so a step's bubble and the activations a rank holds are
+measured from what the schedule ran.
+
+The prediction they are compared with (:func:`predict_schedules`,
+:func:`compare_schedules`) comes from each schedule's published rule and the
+pads alone (``cl.models.pipeline_orders``), never from the run; how late each
+pass started (:func:`pass_delays`) sets how much idle time the run's own noise
+may add.
 
 Run it from a shell (two ranks, every schedule)::
 
@@ -45,12 +53,13 @@ from clusterlab.pipeline.ranks import (
     stage_schedule,
 )
 
-#: Schedule name -> (torch class name, stages per rank, layout).
+#: Schedule name -> (torch class name, stages per rank, layout, the rule that
+#: ``cl.models.pipeline_orders`` predicts it with).
 PIPELINING_SCHEDULES = {
-    "1f1b": ("Schedule1F1B", 1, "loop"),
-    "interleaved_1f1b": ("ScheduleInterleaved1F1B", 2, "loop"),
-    "interleaved_zb": ("ScheduleInterleavedZeroBubble", 2, "loop"),
-    "zbv": ("ScheduleZBVZeroBubble", 2, "v"),
+    "1f1b": ("Schedule1F1B", 1, "loop", "1f1b"),
+    "interleaved_1f1b": ("ScheduleInterleaved1F1B", 2, "loop", "1f1b"),
+    "interleaved_zb": ("ScheduleInterleavedZeroBubble", 2, "loop", "zb_h1"),
+    "zbv": ("ScheduleZBVZeroBubble", 2, "v", "zbv"),
 }
 
 
@@ -68,7 +77,7 @@ def stage_layout(schedule: str, rank: int, world_size: int) -> list[int]:
     check_choice("schedule", schedule, tuple(PIPELINING_SCHEDULES))
     w = check_int("world_size", world_size, 2)
     r = check_int("rank", rank, 0, w - 1)
-    _, v, layout = PIPELINING_SCHEDULES[schedule]
+    _, v, layout, _ = PIPELINING_SCHEDULES[schedule]
     if v == 1:
         return [2 * r, 2 * r + 1]
     return [r, r + w] if layout == "loop" else [r, 2 * w - 1 - r]
@@ -140,10 +149,10 @@ class _Stage(pipelining.PipelineStage):
 
 
 def _run_one(schedule, rank, w, m, batch, width, times, seed, device):
-    cls_name, v, _ = PIPELINING_SCHEDULES[schedule]
+    cls_name, v, _, _ = PIPELINING_SCHEDULES[schedule]
     blocks = make_pipeline_model(2 * w, width, seed)
     log = []
-    timed = [_TimedBlock(blocks[i], i, rank, times, log) for i in range(2 * w)]
+    timed = [_TimedBlock(blocks[i], i, rank, times[i], log) for i in range(2 * w)]
     ids = stage_layout(schedule, rank, w)
     groups = [ids] if v == 1 else [[i] for i in ids]
     stages = [
@@ -160,9 +169,9 @@ def _run_one(schedule, rank, w, m, batch, width, times, seed, device):
     x, target = (t.to(device) for t in pipeline_batch(batch, width, seed))
     args = (x,) if 0 in ids else ()
     kw = {"target": target} if 2 * w - 1 in ids else {}
-    for pad in ((0.0, 0.0, 0.0), times):  # an unpadded step pays one-time costs
-        for block in timed:
-            block.times = pad
+    for padded in (False, True):  # an unpadded step pays one-time costs
+        for block, pad in zip(timed, times, strict=True):
+            block.times = pad if padded else (0.0, 0.0, 0.0)
         for s in stages:
             s.submod.zero_grad(set_to_none=True)
         log.clear()
@@ -187,6 +196,28 @@ def _order(sched, schedule, rank, w, m):
         return [(rank, kind[ph], i) for ph, i in stage_schedule("1f1b", w, m, rank)]
     acts = [a for a in sched.pipeline_order[rank] if a is not None]
     return parse_actions(acts)
+
+
+def block_pads(blocks: int, f_s, b_s, w_s) -> list[tuple[float, float, float]]:
+    """Each block's ``(f_s, b_s, w_s)`` pads from one number or one per block.
+
+    Args:
+        blocks: how many blocks the model has, >= 1.
+        f_s, b_s, w_s: seconds of each block's forward, input-gradient and
+            weight-gradient pad, >= 0: one number for every block or a list
+            with one per block.
+
+    Returns:
+        One ``(f_s, b_s, w_s)`` per block.
+    """
+    n = check_int("blocks", blocks, 1)
+    cols = []
+    for name, value in (("f_s", f_s), ("b_s", b_s), ("w_s", w_s)):
+        values = list(value) if isinstance(value, list | tuple) else [value] * n
+        if len(values) != n:
+            raise ValueError(f"{name} has {len(values)} pads: give one per block, {n}")
+        cols.append([check_float(f"{name}[{i}]", t, 0.0) for i, t in enumerate(values)])
+    return list(zip(*cols, strict=True))
 
 
 def schedules_worker(
@@ -224,8 +255,7 @@ def schedules_worker(
     m = check_int("microbatches", microbatches, 1, batch)
     if batch % m:
         raise ValueError(f"microbatches={m} must divide batch={batch}")
-    times = tuple(check_float(n, t, 0.0) for n, t in (("f_s", f_s), ("b_s", b_s),
-                                                      ("w_s", w_s)))  # fmt: skip
+    times = block_pads(2 * world_size, f_s, b_s, w_s)
     device = torch.device("cpu")
     if dist.get_backend() == "nccl":
         device = torch.device("cuda", rank)
@@ -261,64 +291,269 @@ def schedule_timeline(results: list, schedule: str) -> pd.DataFrame:
     return df.sort_values(["stage", "start"], ignore_index=True)
 
 
-def compare_schedules(results: list, f_s: float, b_s: float, w_s: float):
-    """Each schedule's measured bubble and held activations beside its prediction.
+def stage_pads(schedule: str, world_size: int, f_s, b_s, w_s):
+    """Each pipeline stage's padded F, B and W seconds, summed over its blocks.
 
-    The prediction plays each rank's own list of actions out with the padded
-    pass times and no message time
-    (``cl.models.pipeline_schedules.play_actions``).
+    Args:
+        schedule: a name of ``PIPELINING_SCHEDULES``.
+        world_size: ranks W, >= 2.
+        f_s, b_s, w_s: the run's pads, one number or one per block
+            (:func:`block_pads`).
+
+    Returns:
+        ``(fwd_s, bwd_s, wgt_s)``, each a list with one time per stage in
+        model order: stage ``r`` of ``"1f1b"`` holds blocks ``2r`` and
+        ``2r + 1``; every other schedule's stage ``s`` is block ``s``.
+    """
+    check_choice("schedule", schedule, tuple(PIPELINING_SCHEDULES))
+    w = check_int("world_size", world_size, 2)
+    pads = block_pads(2 * w, f_s, b_s, w_s)
+    per = 2 // PIPELINING_SCHEDULES[schedule][1]  # blocks per stage
+    return tuple(
+        [sum(pads[s * per + j][k] for j in range(per)) for s in range(2 * w // per)]
+        for k in range(3)
+    )
+
+
+def schedule_actions(results: list, schedule: str, f_s, b_s, w_s) -> pd.DataFrame:
+    """A measured step as the model's passes: one row per stage, kind and micro-batch.
+
+    The stamps are per block and per pad; here they are merged into the passes
+    the schedule runs: a forward of a two-block stage is both blocks' forward
+    pads, a whole backward ("B", in 1F1B) is the input- and weight-gradient
+    pads together. A stage runs its micro-batches' forwards, input gradients
+    and weight gradients each in order, so the k-th of a kind is micro-batch k.
 
     Args:
         results: what ``cl.launch(schedules_worker, W, ...)`` returned.
-        f_s, b_s, w_s: the pass times the run was padded with (per block).
+        schedule: which schedule's step.
+        f_s, b_s, w_s: the pads the run used (:func:`block_pads`).
 
     Returns:
-        DataFrame, one row per schedule: ``schedule, chunks_per_rank,
-        measured, predicted`` (idle share of the step), ``held_measured``,
-        ``held_predicted`` (most micro-batches' activations a rank held, rank 0
-        and the largest over ranks agree here) and ``step_s``.
+        The columns of ``cl.models.pipeline_schedules.play_actions`` (``stage``
+        is the rank, ``chunk`` the pipeline stage), plus ``kind`` ("F", "B",
+        "I", "W") and ``pad_s``, the seconds of padding the pass holds.
+    """
+    from clusterlab.models.pipeline_orders import stage_ranks
+
+    _, v, _, rule = PIPELINING_SCHEDULES[schedule]
+    w = len(results)
+    pads = block_pads(2 * w, f_s, b_s, w_s)
+    ev = schedule_timeline(results, schedule)
+    ev["pad_s"] = [pads[c][("fwd", "bwd", "wgt").index(ph)]
+                   for c, ph in zip(ev.chunk, ev.phase, strict=True)]  # fmt: skip
+    # Each block stamps each kind of pad once per micro-batch, in order.
+    ev = ev.sort_values("start", kind="stable")
+    ev["microbatch"] = ev.groupby(["chunk", "phase"]).cumcount()
+    ev["chunk"] = ev["chunk"] // (2 // v)  # the block's stage
+    ev["kind"] = ev["phase"].map({"fwd": "F", "bwd": "I", "wgt": "W"})
+    if rule == "1f1b":  # no split: a backward is both pads
+        ev["kind"] = ev["kind"].replace({"I": "B", "W": "B"})
+    keys = ["stage", "chunk", "kind"]
+    acts = ev.groupby([*keys, "microbatch"], as_index=False).agg(
+        start=("start", "min"), end=("end", "max"), pad_s=("pad_s", "sum")
+    )
+    owner = stage_ranks(rule, w, v)
+    if (acts["stage"] != acts["chunk"].map(lambda s: owner[s])).any():
+        raise ValueError(f"schedule={schedule!r}: a stage ran on the wrong rank")
+    acts["phase"] = acts["kind"].map({"F": "fwd", "B": "bwd", "I": "bwd", "W": "wgt"})
+    cols = ["stage", "chunk", "microbatch", "phase", "start", "end", "kind", "pad_s"]
+    return acts[cols].sort_values(["stage", "start"], ignore_index=True)
+
+
+def pass_delays(actions: pd.DataFrame) -> pd.Series:
+    """Seconds each pass of a measured step lost beyond its padding.
+
+    A pass could start once its rank's previous pass had ended and its input
+    was there (the previous stage's forward, the next stage's input gradient,
+    its own input gradient for a W). What it took beyond that and its pads is
+    noise: the message, waking up, torch's runtime, a sleep that overran.
+
+    Args:
+        actions: :func:`schedule_actions` of one step.
+
+    Returns:
+        One value per pass (index as ``actions``), >= 0 up to the clock's
+        resolution, named ``lost_s``; a rank's first pass with no input to
+        wait for has none.
+    """
+    last = int(actions["chunk"].max())
+    end = {}
+    for r in actions.itertuples():
+        end[("I" if r.kind == "B" else r.kind, r.chunk, r.microbatch)] = r.end
+    lost = {}
+    for _, g in actions.sort_values("start").groupby("stage"):
+        prev = None
+        for r in g.itertuples():
+            if r.kind == "F":
+                dep = ("F", r.chunk - 1, r.microbatch) if r.chunk else None
+            elif r.kind == "W":
+                dep = ("I", r.chunk, r.microbatch)
+            elif r.chunk < last:
+                dep = ("I", r.chunk + 1, r.microbatch)
+            else:
+                dep = ("F", r.chunk, r.microbatch)
+            ready = [t for t in (prev, end.get(dep)) if t is not None]
+            if ready:
+                lost[r.Index] = r.end - max(ready) - r.pad_s
+            prev = r.end
+    return pd.Series(lost, name="lost_s").sort_index()
+
+
+def _pads_given(world_size, f_s, b_s, w_s):
+    pads = block_pads(2 * world_size, f_s, b_s, w_s)
+    for i, (f, b, w) in enumerate(pads):
+        if min(f, b, w) <= 0:
+            raise ValueError(
+                f"block {i}'s pads (f_s, b_s, w_s) = {(f, b, w)} must all be > 0: "
+                "a pass of 0 s leaves no stamp to measure"
+            )
+    return pads
+
+
+def predict_schedules(
+    world_size: int,
+    microbatches: int,
+    f_s,
+    b_s,
+    w_s,
+    model=None,
+    delay_s=0.0,
+) -> pd.DataFrame:
+    """Each schedule's bubble, held activations and step, from its rule alone.
+
+    Nothing of a run goes in, only its shape and pads: the prediction can be
+    stated before the run.
+
+    Args:
+        world_size: ranks W, >= 2 (the model has ``2W`` blocks).
+        microbatches: m, >= 1 (a multiple of W for the interleaved ones).
+        f_s, b_s, w_s: each block's pads, > 0, one number or one per block.
+        model: ``model(rule, ranks, microbatches, *, chunks, fwd_s, bwd_s,
+            wgt_s, delay_s)`` returning a timeline with ``play_actions``'s
+            columns, times per stage in model order; by default
+            ``cl.models.pipeline_orders.play_schedule``.
+        delay_s: seconds each pass starts late, >= 0: one number, or a dict
+            schedule -> seconds.
+
+    Returns:
+        One row per schedule of ``PIPELINING_SCHEDULES``: ``schedule, rule,
+        chunks_per_rank, predicted`` (idle share of the step),
+        ``held_predicted`` (most micro-batches' activations a rank holds) and
+        ``step_predicted_s``.
     """
     from clusterlab.models.pipeline import simulated_bubble
-    from clusterlab.models.pipeline_schedules import held_activations, play_actions
+    from clusterlab.models.pipeline_orders import play_schedule
+    from clusterlab.models.pipeline_schedules import held_activations
 
+    w = check_int("world_size", world_size, 2)
+    m = check_int("microbatches", microbatches, 1)
+    _pads_given(w, f_s, b_s, w_s)
+    model = play_schedule if model is None else model
+    delays = delay_s if isinstance(delay_s, dict) else {}
     rows = []
-    for k, res in enumerate(results[0]):
-        name = res["schedule"]
-        v = PIPELINING_SCHEDULES[name][1]
-        orders = {r: per_rank[k]["order"] for r, per_rank in enumerate(results)}
-        # A one-stage-per-rank schedule's stage holds both of the rank's blocks.
-        sim = play_actions(orders, 2 * f_s / v, 2 * b_s / v, 2 * w_s / v)
-        timeline = schedule_timeline(results, name)
+    for name, (_, v, _, rule) in PIPELINING_SCHEDULES.items():
+        delay = delays.get(name, 0.0) if delays else delay_s
+        fwd, bwd, wgt = stage_pads(name, w, f_s, b_s, w_s)
+        sim = model(rule, w, m, chunks=v, fwd_s=fwd, bwd_s=bwd, wgt_s=wgt,
+                    delay_s=check_float("delay_s", delay, 0.0))  # fmt: skip
         rows.append(
-            {
-                "schedule": name,
-                "chunks_per_rank": v,
-                "measured": simulated_bubble(timeline),
-                "predicted": simulated_bubble(sim),
-                "held_measured": held_activations(timeline).max(),
-                "held_predicted": held_activations(sim).max(),
-                "step_s": max(per_rank[k]["step_s"] for per_rank in results),
-            }
-        )
+            dict(
+                schedule=name, rule=rule, chunks_per_rank=v,
+                predicted=simulated_bubble(sim),
+                held_predicted=held_activations(sim).max(),
+                step_predicted_s=sim["end"].max() - sim["start"].min(),
+            )
+        )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def compare_schedules(
+    results: list,
+    f_s,
+    b_s,
+    w_s,
+    model=None,
+    quantile: float = 0.9,
+) -> pd.DataFrame:
+    """Each schedule's measured bubble and held activations beside a model's.
+
+    ``measured`` counts the pads as the busy time, ``1 - pads / (ranks *
+    step)``, so noise (a late message, torch's runtime, a sleep that overran)
+    can only add idle time. Two columns say how finely this run can judge,
+    whatever model is judged, both from the book's rules
+    (``cl.models.pipeline_orders.play_schedule``):
+
+    * ``allowance``: the idle share this run's own noise explains, the rules
+      played again with every pass starting ``delay_s`` late, the
+      ``quantile`` of what the run's passes lost (:func:`pass_delays`);
+    * ``gap``: how far the schedule's predicted bubble lies from the nearest
+      other schedule's (``nearest``); a check whose band is not narrower
+      cannot tell them apart (``cl.models.pipeline_orders.bubble_gaps``).
+
+    Args:
+        results: what ``cl.launch(schedules_worker, W, ...)`` returned, every
+            schedule of ``PIPELINING_SCHEDULES``.
+        f_s, b_s, w_s: the pads the run used, > 0, one number or one per block.
+        model: the model to compare with (see :func:`predict_schedules`); by
+            default the book's rules.
+        quantile: which quantile of the passes' lost time sets the allowance,
+            in [0.5, 1].
+
+    Returns:
+        :func:`predict_schedules`'s table with ``measured``, ``allowance``,
+        ``delay_s``, ``gap``, ``nearest``, ``held_measured`` and ``step_s``
+        (measured).
+    """
+    from clusterlab.models.pipeline_orders import bubble_gaps
+    from clusterlab.models.pipeline_schedules import held_activations
+
+    q = check_float("quantile", quantile, 0.5, 1.0)
+    w = len(results)
+    _pads_given(w, f_s, b_s, w_s)
+    names = [res["schedule"] for res in results[0]]
+    if sorted(names) != sorted(PIPELINING_SCHEDULES):
+        raise ValueError(f"results hold {names}: run every schedule to compare them")
+    measured, delay = {}, {}
+    for name in names:
+        acts = schedule_actions(results, name, f_s, b_s, w_s)
+        step = acts["end"].max() - acts["start"].min()
+        measured[name] = dict(
+            measured=1.0 - acts["pad_s"].sum() / (w * step),
+            held_measured=held_activations(acts).max(),
+            step_s=step,
+        )
+        delay[name] = float(pass_delays(acts).clip(lower=0.0).quantile(q))
+    m = int(acts["microbatch"].max()) + 1
+    rules = predict_schedules(w, m, f_s, b_s, w_s)
+    noisy = predict_schedules(w, m, f_s, b_s, w_s, delay_s=delay)
+    table = predict_schedules(w, m, f_s, b_s, w_s, model=model)
+    table = table.join(pd.DataFrame.from_dict(measured, orient="index"), "schedule")
+    table["allowance"] = (noisy["predicted"] - rules["predicted"]).clip(lower=0.0)
+    table["delay_s"] = table["schedule"].map(delay)
+    gaps = bubble_gaps(rules.set_index("schedule")["predicted"])
+    return table.join(gaps, "schedule")
 
 
 def _main() -> None:  # pragma: no cover - run under torchrun
     import os
 
     from clusterlab.core.backend import choose_backend
-    from clusterlab.models.pipeline import simulated_bubble
 
     world_size = int(os.environ["WORLD_SIZE"])
     dist.init_process_group(choose_backend(world_size))
     try:
-        res = schedules_worker(int(os.environ["RANK"]), world_size)
+        pads = {"f_s": 0.02, "b_s": 0.04, "w_s": 0.02}
+        res = schedules_worker(int(os.environ["RANK"]), world_size, **pads)
         gathered = [None] * world_size
         dist.all_gather_object(gathered, res)
         if dist.get_rank() == 0:
-            for name in PIPELINING_SCHEDULES:
-                idle = simulated_bubble(schedule_timeline(gathered, name))
-                print(f"{name}: idle {idle:.1%} of the step")
+            table = compare_schedules(gathered, **pads)
+            for row in table.itertuples():
+                print(
+                    f"{row.schedule}: idle {row.measured:.1%} of the step, "
+                    f"{row.predicted:.1%} predicted by its rule"
+                )
     finally:
         dist.destroy_process_group()
 
@@ -329,8 +564,13 @@ if __name__ == "__main__":  # pragma: no cover
 
 __all__ = [
     "PIPELINING_SCHEDULES",
+    "block_pads",
     "compare_schedules",
+    "pass_delays",
+    "predict_schedules",
+    "schedule_actions",
     "schedule_timeline",
     "schedules_worker",
     "stage_layout",
+    "stage_pads",
 ]
