@@ -162,7 +162,7 @@ def test_a_wrong_table_fails_and_a_measurement_above_its_noise_misses(run):
     wrong = table.assign(predicted=table.predicted.iloc[0])
     assert (cs.schedule_bubble_verdict(wrong).verdict == "below").sum() == 3
     # idle time the run's noise does not explain
-    late = table.assign(measured=table.measured + table.allowance + 0.01)
+    late = table.assign(measured=table.measured + table.allowance + 0.015)
     assert (cs.schedule_bubble_verdict(late).verdict == "above").all()
 
 
@@ -171,9 +171,10 @@ def test_an_allowance_not_below_the_gap_is_refused(run):
     band, gap, _ = cs.schedule_band(table)
     with pytest.raises(ValueError, match="not below the smallest gap"):
         cs.schedule_bubble_verdict(table, allowance=0.12)  # the old 12 points
+    floors = 2 * cs.SCHEDULE_FLOOR  # one either side
     with pytest.raises(ValueError, match="interleaved_1f1b and interleaved_zb"):
-        cs.schedule_bubble_verdict(table, allowance=gap - cs.SCHEDULE_FLOOR)
-    ok = cs.schedule_bubble_verdict(table, allowance=gap - cs.SCHEDULE_FLOOR - 1e-3)
+        cs.schedule_bubble_verdict(table, allowance=gap - floors)
+    ok = cs.schedule_bubble_verdict(table, allowance=gap - floors - 1e-3)
     assert (ok.verdict == "fits").all()
     # a table without its own gaps takes them from its predictions
     bare = table.drop(columns=["gap", "nearest"])

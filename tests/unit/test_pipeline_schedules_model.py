@@ -84,6 +84,11 @@ def test_play_takes_a_time_per_stage_and_a_delay_per_action():
         play_actions(orders, [1.0], 1.0, 1.0)
     with pytest.raises(ValueError, match="delay_s=-1"):
         play_actions(orders, delay_s=-1.0)
+    # a delay per kind of pass: late backwards lengthen the step, late F alone less
+    late_b = play_actions(orders, 1.0, 1.0, 1.0, delay_s={"B": 0.5})
+    assert even["end"].max() < late_b["end"].max() < late["end"].max()
+    with pytest.raises(ValueError, match="delay_s has kinds"):
+        play_actions(orders, delay_s={"X": 0.5})
 
 
 def test_choose_schedule_check_passes_the_solution(capsys):

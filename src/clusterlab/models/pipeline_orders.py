@@ -205,7 +205,7 @@ def play_schedule(
     fwd_s=1.0,
     bwd_s=1.0,
     wgt_s=1.0,
-    delay_s: float = 0.0,
+    delay_s=0.0,
 ) -> pd.DataFrame:
     """Play a schedule's own order out with a time per stage and pass.
 
@@ -216,7 +216,8 @@ def play_schedule(
             stage or one per stage (``ranks * chunks``, in model order). A
             whole backward ("B", in 1F1B) takes ``bwd_s + wgt_s``.
         delay_s: seconds each pass starts after it could (a message, the
-            runtime between passes), >= 0; the rules assume 0.
+            runtime between passes), >= 0; the rules assume 0. One number,
+            or a dict kind ("F", "B", "I", "W") -> seconds.
 
     Returns:
         One row per pass: ``stage`` (the rank, a Gantt row), ``chunk`` (the
@@ -227,9 +228,8 @@ def play_schedule(
     n = p * v
     times = [_per_stage(k, t, n) for k, t in
              (("fwd_s", fwd_s), ("bwd_s", bwd_s), ("wgt_s", wgt_s))]  # fmt: skip
-    delay = check_float("delay_s", delay_s, 0.0)
     orders = schedule_order(schedule, p, m, v)
-    return play_actions(orders, *times, delay_s=delay)
+    return play_actions(orders, *times, delay_s=delay_s)
 
 
 def bubble_gaps(bubbles) -> pd.DataFrame:

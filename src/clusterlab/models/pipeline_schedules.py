@@ -104,13 +104,26 @@ def _stage_times(name, value, stages):
     return [check_float(name, value, 0.0, low_inclusive=False)] * stages
 
 
+def _kind_delays(delay_s):
+    """kind -> seconds each action of that kind starts late."""
+    if isinstance(delay_s, dict):
+        unknown = set(delay_s) - set("FBIW")
+        if unknown:
+            raise ValueError(
+                f"delay_s has kinds {sorted(unknown)}: allowed 'F', 'B', 'I', 'W'"
+            )
+        return {k: check_float(f"delay_s[{k!r}]", delay_s.get(k, 0.0), 0.0)
+                for k in "FBIW"}  # fmt: skip
+    return dict.fromkeys("FBIW", check_float("delay_s", delay_s, 0.0))
+
+
 def play_actions(
     orders: dict,
     f=1.0,
     b=1.0,
     w=1.0,
     *,
-    delay_s: float = 0.0,
+    delay_s=0.0,
 ) -> pd.DataFrame:
     """Play each rank's list of actions out; each starts when it can.
 
@@ -123,7 +136,8 @@ def play_actions(
             stage, or a list (or dict) with one per stage.
         delay_s: time each action starts after it could (after its rank's
             previous action and its input), >= 0: messages and the runtime
-            between passes; 0 for the schedule alone.
+            between passes; 0 for the schedule alone. One number, or a dict
+            kind ("F", "B", "I", "W") -> seconds (a kind left out: 0).
 
     Returns:
         One row per action: ``stage`` (the rank, a Gantt row), ``chunk`` (the
@@ -140,7 +154,7 @@ def play_actions(
     times = {k: _stage_times(n, t, last + 1) for k, n, t in
              (("F", "f", f), ("I", "b", b), ("W", "w", w))}  # fmt: skip
     times["B"] = [x + y for x, y in zip(times["I"], times["W"], strict=True)]
-    delay = check_float("delay_s", delay_s, 0.0)
+    delay = _kind_delays(delay_s)
     phase = {"F": "fwd", "I": "bwd", "B": "bwd", "W": "wgt"}
 
     done, rows = {}, []
@@ -161,7 +175,7 @@ def play_actions(
                 if dep is not None and dep not in done:
                     break
                 waits = [t for t in (free[r], done.get(dep)) if t is not None]
-                start = max(waits) + delay if waits else 0.0
+                start = max(waits) + delay[kind] if waits else 0.0
                 end = start + times[kind][s]
                 # A full backward also stands for the input gradient it holds.
                 done[(kind if kind != "B" else "I", s, i)] = end

@@ -6,15 +6,16 @@ makes the table). The measured bubble counts only the pads as busy time, so
 noise (a late message, torch's runtime between passes, a sleep that overran)
 only adds idle time:
 
-    predicted - floor  <=  measured  <=  predicted + allowance
+    predicted - floor  <=  measured  <=  predicted + allowance + floor
 
 Below, nothing in the noise can explain the gap, and the model is wrong for
 good. Above, the machine may have been busier than the run's own noise
 showed, and :func:`check_schedule_bubbles` measures again (bounded). The
 allowance is the run's own: the idle share its passes' measured lateness adds
-to the schedules (``compare_schedules``'s ``allowance``).
+to the schedules (``compare_schedules``'s ``allowance``); the floor on either
+side is what the stamps cannot resolve.
 
-The band ``floor + allowance`` must be narrower than the smallest gap between
+The band ``allowance + 2 floor`` must be narrower than the smallest gap between
 the schedules' predicted bubbles (``gap``): a wider one would let a model that
 predicts one schedule's bubble for another pass. The verdict refuses such an
 allowance with a ``ValueError``; when a run's own noise is that wide, the
@@ -35,9 +36,10 @@ from clusterlab.core.validate import check_float
 from clusterlab.models.pipeline import bubble_fraction, in_flight_microbatches
 from clusterlab.models.pipeline_orders import bubble_gaps
 
-#: Idle share a measurement may sit below its prediction: half a point. A
-#: run that keeps the rule's order cannot finish sooner than its pads allow,
-#: so this covers only the stamps' clock.
+#: Idle share the stamps cannot resolve, either way: half a point. A run that
+#: keeps the rule's order cannot finish sooner than its pads allow, so below
+#: the prediction this covers only the clock; above it, the hiccups that the
+#: allowance's 90th percentile leaves out.
 SCHEDULE_FLOOR = 0.005
 
 
@@ -56,12 +58,13 @@ def schedule_band(table: pd.DataFrame, floor: float = SCHEDULE_FLOOR, allowance=
         table: columns ``schedule, predicted`` and, unless ``allowance`` is
             given, ``allowance``; ``gap`` and ``nearest`` if the table carries
             its own (else from ``predicted``).
-        floor: idle share a measurement may sit below its prediction, in [0, 1].
-        allowance: how far above, in [0, 1], for every row; None takes the
-            table's ``allowance`` column (the run's own noise).
+        floor: idle share the stamps cannot resolve either way, in [0, 1].
+        allowance: how much more idle time the noise may add, in [0, 1], for
+            every row; None takes the table's ``allowance`` column (the run's
+            own noise).
 
     Returns:
-        ``(band, gap, pair)``: ``floor + allowance`` at its widest, the
+        ``(band, gap, pair)``: ``allowance + 2 floor`` at its widest, the
         smallest gap, and the two schedules nearest each other.
     """
     lo = check_float("floor", floor, 0.0, 1.0)
@@ -77,7 +80,7 @@ def schedule_band(table: pd.DataFrame, floor: float = SCHEDULE_FLOOR, allowance=
     gaps = _gaps(table)
     first = gaps["gap"].astype(float).idxmin()
     pair = (table.at[first, "schedule"], gaps.at[first, "nearest"])
-    return lo + float(hi.max()), float(gaps.at[first, "gap"]), pair
+    return 2 * lo + float(hi.max()), float(gaps.at[first, "gap"]), pair
 
 
 def schedule_bubble_verdict(
@@ -92,15 +95,16 @@ def schedule_bubble_verdict(
             ``allowance`` unless given below, and ``gap``, ``nearest`` (else
             taken from ``predicted``), as
             ``cl.pipeline.schedules.compare_schedules`` returns.
-        floor: how far below the prediction a measurement may sit, in [0, 1].
-        allowance: how far above, in [0, 1], for every row; None (the default)
-            takes the table's ``allowance`` column, the run's own noise.
+        floor: idle share the stamps cannot resolve either way, in [0, 1].
+        allowance: how much more idle time the noise may add, in [0, 1], for
+            every row; None (the default) takes the table's ``allowance``
+            column, the run's own noise.
 
     Returns:
         The table with ``low``, ``high`` and ``verdict`` columns.
 
     Raises:
-        ValueError: a missing column, or a band ``floor + allowance`` not
+        ValueError: a missing column, or a band ``allowance + 2 floor`` not
             narrower than the smallest gap between the predicted bubbles.
     """
     if "measured" not in table.columns:
@@ -108,13 +112,16 @@ def schedule_bubble_verdict(
     band, gap, pair = schedule_band(table, floor, allowance)
     if band >= gap:
         raise ValueError(
-            f"allowance={band - floor:.3f} (plus the floor of {floor:.3f}) is not "
+            f"allowance={band - 2 * floor:.3f} (plus twice the floor of "
+            f"{floor:.3f}) is not "
             f"below the smallest gap between the predicted bubbles, {gap:.3f} "
             f"({pair[0]} and {pair[1]}): a measurement could fit either, so the "
             "check could not tell those schedules apart"
         )
     hi = table["allowance"] if allowance is None else float(allowance)
-    out = table.assign(low=table["predicted"] - floor, high=table["predicted"] + hi)
+    out = table.assign(
+        low=table["predicted"] - floor, high=table["predicted"] + hi + floor
+    )
     out["verdict"] = np.select(
         [out["measured"] < out["low"], out["measured"] > out["high"]],
         ["below", "above"],

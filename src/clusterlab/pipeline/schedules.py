@@ -434,7 +434,8 @@ def predict_schedules(
             columns, times per stage in model order; by default
             ``cl.models.pipeline_orders.play_schedule``.
         delay_s: seconds each pass starts late, >= 0: one number, or a dict
-            schedule -> seconds.
+            schedule -> seconds (a number, or a dict pass kind -> seconds as
+            ``play_actions`` takes it).
 
     Returns:
         One row per schedule of ``PIPELINING_SCHEDULES``: ``schedule, rule,
@@ -450,13 +451,12 @@ def predict_schedules(
     m = check_int("microbatches", microbatches, 1)
     _pads_given(w, f_s, b_s, w_s)
     model = play_schedule if model is None else model
-    delays = delay_s if isinstance(delay_s, dict) else {}
     rows = []
     for name, (_, v, _, rule) in PIPELINING_SCHEDULES.items():
-        delay = delays.get(name, 0.0) if delays else delay_s
+        delay = delay_s.get(name, 0.0) if isinstance(delay_s, dict) else delay_s
         fwd, bwd, wgt = stage_pads(name, w, f_s, b_s, w_s)
         sim = model(rule, w, m, chunks=v, fwd_s=fwd, bwd_s=bwd, wgt_s=wgt,
-                    delay_s=check_float("delay_s", delay, 0.0))  # fmt: skip
+                    delay_s=delay)  # fmt: skip
         rows.append(
             dict(
                 schedule=name, rule=rule, chunks_per_rank=v,
@@ -485,8 +485,10 @@ def compare_schedules(
     (``cl.models.pipeline_orders.play_schedule``):
 
     * ``allowance``: the idle share this run's own noise explains, the rules
-      played again with every pass starting ``delay_s`` late, the
-      ``quantile`` of what the run's passes lost (:func:`pass_delays`);
+      played again with every pass starting late by the ``quantile`` of what
+      the run's passes of its kind lost (:func:`pass_delays`; a backward
+      loses more than a forward to autograd's bookkeeping), ``delay_s``
+      (kind -> seconds);
     * ``gap``: how far the schedule's predicted bubble lies from the nearest
       other schedule's (``nearest``); a check whose band is not narrower
       cannot tell them apart (``cl.models.pipeline_orders.bubble_gaps``).
@@ -523,7 +525,11 @@ def compare_schedules(
             held_measured=held_activations(acts).max(),
             step_s=step,
         )
-        delay[name] = float(pass_delays(acts).clip(lower=0.0).quantile(q))
+        lost = pass_delays(acts).clip(lower=0.0)
+        kinds = acts.loc[lost.index, "kind"]
+        delay[name] = {
+            k: float(lost[kinds == k].quantile(q)) for k in sorted(set(kinds))
+        }
     m = int(acts["microbatch"].max()) + 1
     rules = predict_schedules(w, m, f_s, b_s, w_s)
     noisy = predict_schedules(w, m, f_s, b_s, w_s, delay_s=delay)
