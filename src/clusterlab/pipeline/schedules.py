@@ -190,7 +190,8 @@ def _run_one(schedule, rank, w, m, batch, width, times, seed, device):
 
 
 def _order(sched, schedule, rank, w, m):
-    # Torch's own action list where it keeps one; 1F1B's is the hand-written one.
+    # Torch's own action list, for comparing with the rule (never to predict);
+    # Schedule1F1B keeps none, so 1F1B's is the hand-written one.
     if schedule == "1f1b":
         kind = {"fwd": "F", "bwd": "B"}
         return [(rank, kind[ph], i) for ph, i in stage_schedule("1f1b", w, m, rank)]
@@ -240,15 +241,17 @@ def schedules_worker(
         schedules: names of ``PIPELINING_SCHEDULES``, run one after another.
         microbatches: m, which must divide ``batch``; batch, width: the data.
         f_s, b_s, w_s: seconds each block's forward, input-gradient and
-            weight-gradient passes are padded with.
+            weight-gradient passes are padded with, >= 0: one number for
+            every block, or a list with one per block (:func:`block_pads`).
         seed: the model's and the batch's seed.
 
     Returns:
         A list, one dict per schedule: ``schedule``, ``grads`` (block index ->
         ``[weight_grad, bias_grad]``), ``events`` (``(rank, block, phase,
         start_s, end_s)``, phase "fwd", "bwd" or "wgt"), ``step_s`` and
-        ``order`` (this rank's ``(stage, kind, micro-batch)`` actions, as
-        ``cl.models.pipeline_schedules.play_actions`` takes them).
+        ``order`` (this rank's ``(stage, kind, micro-batch)`` actions as torch
+        lists them, kept to compare with the rule's order; no prediction
+        reads it).
     """
     for s in schedules:
         check_choice("schedules", s, tuple(PIPELINING_SCHEDULES))
