@@ -117,3 +117,29 @@ def test_the_engine_loop_streams_tokens_and_reports_refusals():
     assert [k for k, _ in fine] == ["token"] * 3 + ["done"] and fine[-1][1] == "length"
     assert refused[0][0] == "error" and "never fit" in refused[0][1]
     assert engine.stats()["blocks_used"] == 0
+
+
+def test_the_port_listens_before_the_server_says_where(monkeypatch, capsys):
+    """A client that connects as soon as the address is printed is not refused.
+
+    uvicorn only listens once its startup has run; a socket that is bound but
+    not listening refuses every connection (a test client once met exactly
+    that, ``Connection refused`` right after the line). Here uvicorn's run is
+    replaced by a connect to the printed port, made before any startup.
+    """
+    import socket
+
+    import uvicorn
+
+    from clusterlab.serving import server
+
+    seen = {}
+
+    def connect_instead(self, sockets=None):
+        port = int(capsys.readouterr().out.split(":")[-1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            seen["port"] = port
+
+    monkeypatch.setattr(uvicorn.Server, "run", connect_instead)
+    assert server.main(["--port", "0", "--num-blocks", "8"]) == 0
+    assert seen["port"] > 0

@@ -468,6 +468,10 @@ def main(argv: list[str] | None = None) -> int:
         timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
+    # Listen before saying where: a client that connects at once then waits in
+    # the backlog until uvicorn accepts, instead of being refused (a bound
+    # socket that does not listen yet refuses every connection).
+    sock.listen(config.backlog)
     # uvicorn shuts down gracefully on SIGTERM or Ctrl-C, then raises the signal
     # again for the handler it found: this one, so the exit is a clean 0.
     try:
