@@ -19,8 +19,6 @@ Without xdist nothing here applies.
 
 from __future__ import annotations
 
-import random
-import socket
 import zlib
 from collections import OrderedDict
 
@@ -90,46 +88,19 @@ def pytest_xdist_make_scheduler(config, log):
     return FilesAndTheBook(config, log)
 
 
-def _ports_below_the_ephemeral_range():
-    """Kernels started by the tests get ports below the system's ephemeral range.
+def _kernel_ports():
+    """The book's ``_ext/kernel_ports.py`` (``make book`` uses it too)."""
+    import importlib.util
+    from pathlib import Path
 
-    jupyter_client picks a kernel's five ports by binding port 0 and letting go,
-    and the kernel binds them a second or two later, once Python has started.
-    Port 0 hands out ports of the ephemeral range, the same range every outgoing
-    connection takes its local port from, and the test run opens many (gloo
-    meshes, torchft's quorums, torchrun's restarts). Twice in one day a kernel
-    died with ``ZMQError: Address already in use`` because a connection had
-    taken its port in that window. Ports just below the range are never handed
-    out implicitly; each is still checked free and kept once per run.
-    """
-    from jupyter_client.connect import LocalPortCache
-
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    top, bottom = max(low, 2048), max(1024, low - 12000)
-
-    def find_available_port(self, ip: str) -> int:
-        for _ in range(200):
-            port = random.randrange(bottom, top)
-            if port in self.currently_used_ports:
-                continue
-            with socket.socket() as probe:
-                try:
-                    probe.bind((ip, port))
-                except OSError:
-                    continue
-            self.currently_used_ports.add(port)
-            return port
-        return original(self, ip)  # a crowded range: the library's own choice
-
-    original = LocalPortCache.find_available_port
-    LocalPortCache.find_available_port = find_available_port
+    path = Path(__file__).resolve().parent / "_ext" / "kernel_ports.py"
+    spec = importlib.util.spec_from_file_location("kernel_ports", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 try:
-    _ports_below_the_ephemeral_range()
+    _kernel_ports().use_ports_below_the_ephemeral_range()
 except ImportError:  # jupyter_client is in requirements.txt; without it no kernels
     pass

@@ -30,6 +30,11 @@ def execute_one(lab: Path, out: Path, timeout_s: float) -> None:
     import nbformat
     from nbclient import NotebookClient
 
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from kernel_ports import use_ports_below_the_ephemeral_range
+
+    # Two labs' kernels start at once beside the other lab's connections.
+    use_ports_below_the_ephemeral_range()
     nb = nbformat.read(lab, as_version=4)
     os.environ["CLUSTERLAB_BOOK_BUILD"] = "1"
     client = NotebookClient(
@@ -38,8 +43,45 @@ def execute_one(lab: Path, out: Path, timeout_s: float) -> None:
         kernel_name="python3",
         resources={"metadata": {"path": str(lab.parent)}},
     )
+    start = time.perf_counter()
     client.execute()
     nbformat.write(nb, out)
+    # Where a slow lab's time went: its slowest cells, from nbclient's stamps,
+    # and the kernel's start and stop (the rest of the lab's time).
+    slow = _slowest_cells(nb)
+    for seconds, index, first in slow:
+        print(f"cell {index}: {seconds:.1f} s ({first})")
+    outside = time.perf_counter() - start - _cells_seconds(nb)
+    if outside > 20.0:
+        print(f"{outside:.1f} s outside its cells (the kernel's start and stop)")
+
+
+def _cell_seconds(cell) -> float | None:
+    """How long a code cell ran, from nbclient's stamps (None: not stamped)."""
+    from datetime import datetime
+
+    stamps = cell.get("metadata", {}).get("execution", {})
+    begin, end = stamps.get("iopub.execute_input"), stamps.get("shell.execute_reply")
+    if cell.cell_type != "code" or not (begin and end):
+        return None
+    span = datetime.fromisoformat(end.replace("Z", "+00:00")) - datetime.fromisoformat(
+        begin.replace("Z", "+00:00")
+    )
+    return span.total_seconds()
+
+
+def _cells_seconds(nb) -> float:
+    return sum(_cell_seconds(c) or 0.0 for c in nb.cells)
+
+
+def _slowest_cells(nb, at_least_s: float = 20.0, most: int = 3):
+    """``(seconds, index, first line)`` of the cells that ran ``at_least_s`` or more."""
+    rows = []
+    for index, cell in enumerate(nb.cells):
+        seconds = _cell_seconds(cell)
+        if seconds is not None and seconds >= at_least_s:
+            rows.append((seconds, index, cell.source.splitlines()[0][:60]))
+    return sorted(rows, reverse=True)[:most]
 
 
 def _with_outputs(lab: Path, executed: Path):
@@ -60,19 +102,26 @@ def _with_outputs(lab: Path, executed: Path):
     return nb
 
 
-def _run(lab: Path, folder: Path, timeout_s: float) -> tuple[Path, float, str]:
+def _run(lab: Path, folder: Path, timeout_s: float) -> tuple[Path, float, str, str]:
     out = folder / lab.name
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, __file__, "--one", str(lab), "--out", str(out)]
-        + ["--timeout", str(timeout_s)],
-        capture_output=True,
-        text=True,
-    )
+    # Files, not pipes: a process the lab left behind keeps a pipe open, and
+    # reading it to its end would wait for that process too.
+    with tempfile.TemporaryFile("w+") as so, tempfile.TemporaryFile("w+") as se:
+        code = subprocess.run(
+            [sys.executable, __file__, "--one", str(lab), "--out", str(out)]
+            + ["--timeout", str(timeout_s)],
+            stdout=so,
+            stderr=se,
+            text=True,
+        ).returncode
+        so.seek(0), se.seek(0)
+        stdout, stderr = so.read(), se.read()
     seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        return lab, seconds, (proc.stderr.strip().splitlines() or ["failed"])[-1]
-    return lab, seconds, ""
+    if code != 0:
+        error = (stderr.strip().splitlines() or ["failed"])[-1]
+        return lab, seconds, error, ""
+    return lab, seconds, "", stdout.strip()
 
 
 def main(argv=None) -> int:
@@ -100,12 +149,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="clusterlab-labs-") as tmp:
         with ThreadPoolExecutor(args.jobs) as pool:
             runs = pool.map(lambda lab: _run(lab, Path(tmp), args.timeout), labs)
-            for lab, seconds, error in runs:
+            for lab, seconds, error, slow in runs:
                 if error:
                     failed.append(lab.name)
                     print(f"{lab.name:<28} {seconds:6.1f} s  failed: {error}")
                     continue
                 print(f"{lab.name:<28} {seconds:6.1f} s", flush=True)
+                for line in slow.splitlines():  # the lab's slowest cells
+                    print(f"{'':<28} {line}", flush=True)
                 nb = _with_outputs(lab, Path(tmp) / lab.name)
                 store(str(args.cache), nb, str(lab.resolve()), seconds)
     total = time.perf_counter() - start
