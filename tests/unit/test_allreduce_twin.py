@@ -28,6 +28,7 @@ from clusterlab.models.links import LINKS
 from clusterlab.ring import chart as ring_chart
 
 vl_convert = pytest.importorskip("vl_convert")
+from vega_helpers import data_marks, scene_texts, vega_eval  # noqa: E402
 
 CONTROLS = ring_chart.ALLREDUCE_CONTROLS
 NAMES = [spec.name for spec in CONTROLS]  # log_alpha, log_bw, log2_bytes
@@ -43,17 +44,6 @@ def page_spec(chart=None) -> dict:
 def _lines_layer(spec: dict) -> dict:
     (layer,) = [v for v in spec["layer"] if any("fold" in t for t in v["transform"])]
     return layer
-
-
-def _texts(node) -> list[str]:
-    if isinstance(node, dict):
-        if node.get("marktype") == "text":
-            return [item["text"] for item in node.get("items", [])]
-        for child in node.get("items", []):
-            found = _texts(child)
-            if found:
-                return found
-    return []
 
 
 def twin_times(spec: dict, **moved) -> pd.DataFrame:
@@ -78,8 +68,7 @@ def twin_times(spec: dict, **moved) -> pd.DataFrame:
         "mark": "text",
         "encoding": {"text": {"field": "__row", "type": "nominal"}},
     }
-    texts = _texts(vl_convert.vegalite_to_scenegraph(probe)["scenegraph"])
-    rows = [t.split("|") for t in texts]
+    rows = [t.split("|") for t in scene_texts(probe)]
     return pd.DataFrame(
         [(a, int(float(n)), float(t)) for a, n, t in rows],
         columns=["algorithm", "gpus", "time_s"],
@@ -213,17 +202,7 @@ def test_the_expression_builders_hold_at_any_whole_gpu_count():
     rows = [dict(zip("nsab", c, strict=True)) for c in cases]
     for algorithm, expr in exprs.items():
         keep = [r for r in rows if algorithm != "hierarchical" or r["n"] % 8 == 0]
-        probe = {
-            "data": {"values": [{**r, "i": i} for i, r in enumerate(keep)]},
-            "transform": [
-                {"calculate": expr, "as": "t"},
-                {"calculate": "datum.i + '|' + datum.t", "as": "row"},
-            ],
-            "mark": "text",
-            "encoding": {"text": {"field": "row", "type": "nominal"}},
-        }
-        texts = _texts(vl_convert.vegalite_to_scenegraph(probe)["scenegraph"])
-        got = dict(t.split("|") for t in texts)
+        got = vega_eval([{"calculate": expr, "as": "t"}], keep)["t"]
         topo = {"gpus_per_node": 8, "intra_alpha_s": fast.alpha_s}
         topo["intra_bandwidth_Bps"] = fast.effective_Bps
         for i, r in enumerate(keep):
@@ -231,19 +210,7 @@ def test_the_expression_builders_hold_at_any_whole_gpu_count():
                 r["s"], r["n"], r["a"], r["b"], algorithm,
                 **(topo if algorithm == "hierarchical" else {}),
             )  # fmt: skip
-            assert float(got[str(i)]) == pytest.approx(want, rel=1e-9), (algorithm, r)
-
-
-def _drawn(node, kinds=("line", "symbol")) -> int:
-    """Items of line and symbol marks in a Vega scenegraph."""
-    found = 0
-    if isinstance(node, dict):
-        if node.get("marktype") in kinds and node.get("role") == "mark":
-            found += len(node.get("items", []))
-        found += sum(_drawn(v, kinds) for v in node.values())
-    elif isinstance(node, list):
-        found += sum(_drawn(v, kinds) for v in node)
-    return found
+            assert got[i] == pytest.approx(want, rel=1e-9), (algorithm, r)
 
 
 @pytest.mark.parametrize("moved", [{}, *MOVED], ids=lambda m: str(m) or "start")
@@ -253,8 +220,8 @@ def test_the_page_draws_its_lines_at_the_start_and_after_each_move(moved):
         {**p, "value": moved.get(p["name"], p["value"])} for p in spec["params"]
     ]
     scene = vl_convert.vegalite_to_scenegraph(spec)["scenegraph"]
-    assert _drawn(scene, ("symbol",)) == 36, "one point per algorithm and GPU count"
-    assert _drawn(scene, ("line",)) == 36
+    assert data_marks(scene, ("symbol",)) == 36, "one point per algorithm and GPU count"
+    assert data_marks(scene, ("line",)) == 36
 
 
 def _readout(node) -> list[str]:

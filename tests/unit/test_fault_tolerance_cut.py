@@ -97,3 +97,6 @@ def test_no_listener_may_bind_every_interface():
         loopback.rewrite_bind("[::]:29510", host="0.0.0.0")
     with pytest.raises(ValueError, match="IPv4"):
         loopback.loopback_store(host="node0")
+    with pytest.raises(ValueError, match="every interface"):
+        loopback.free_port("0.0.0.0")
+    assert loopback.free_port() > 0

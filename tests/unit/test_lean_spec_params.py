@@ -10,19 +10,7 @@ from clusterlab.models.links import LINKS
 from clusterlab.ring.chart import allreduce_algorithms_chart
 
 vl_convert = pytest.importorskip("vl_convert")
-
-
-def _items(node, kinds=("line", "symbol")):
-    """Data marks drawn: items of line and symbol marks in a Vega scenegraph."""
-    found = 0
-    if isinstance(node, dict):
-        if node.get("marktype") in kinds and node.get("role") == "mark":
-            found += len(node.get("items", []))
-        for value in node.values():
-            found += _items(value, kinds)
-    elif isinstance(node, list):
-        found += sum(_items(v, kinds) for v in node)
-    return found
+from vega_helpers import data_marks  # noqa: E402 - after the skip
 
 
 def _widget_case(alpha_s):
@@ -37,7 +25,7 @@ def _widget_case(alpha_s):
 def test_the_explorer_draws_its_lines_at_any_slider_value(alpha_s):
     spec = lean_spec(_widget_case(alpha_s))
     scene = vl_convert.vegalite_to_scenegraph(spec)["scenegraph"]
-    assert _items(scene) > 0, "the chart drew no data marks"
+    assert data_marks(scene) > 0, "the chart drew no data marks"
 
 
 def test_params_and_their_options_are_rounded_like_the_data():
@@ -57,4 +45,4 @@ def test_a_param_left_unrounded_draws_nothing():
         for p in spec["params"]
     ]
     scene = vl_convert.vegalite_to_scenegraph(spec)["scenegraph"]
-    assert _items(scene) == 0
+    assert data_marks(scene) == 0

@@ -28,51 +28,10 @@ import clusterlab as cl
 from clusterlab.core.units import HOUR_S
 
 vl_convert = pytest.importorskip("vl_convert")
+from vega_helpers import vega_eval  # noqa: E402 - after the skip
 
 
 # ----------------------------------------------------------------- the harness
-def _texts(node) -> list[str]:
-    """The text items of the first text mark in a Vega scenegraph."""
-    if isinstance(node, dict):
-        if node.get("marktype") == "text":
-            return [item["text"] for item in node.get("items", [])]
-        for child in node.get("items", []):
-            found = _texts(child)
-            if found:
-                return found
-    return []
-
-
-def vega_eval(calcs, rows, params=None) -> pd.DataFrame:
-    """Run ``calculate`` transforms in Vega over ``rows``; return their fields.
-
-    Args:
-        calcs: the transforms, in order, as in a spec (``{"calculate", "as"}``).
-        rows: the data, a list of dicts (``datum.<key>`` in the expressions).
-        params: parameter values the expressions read by name.
-
-    Returns:
-        One row per input row, in order, one column per ``as`` field (floats).
-    """
-    fields = [c["as"] for c in calcs]
-    values = [{**row, "__i": i} for i, row in enumerate(rows)]
-    joined = " + '|' + ".join(["datum.__i", *(f"('' + datum['{f}'])" for f in fields)])
-    spec = {
-        "data": {"values": values},
-        "params": [{"name": k, "value": v} for k, v in (params or {}).items()],
-        "transform": [*calcs, {"calculate": joined, "as": "__row"}],
-        "mark": "text",
-        "encoding": {"text": {"field": "__row", "type": "nominal"}},
-    }
-    texts = _texts(vl_convert.vegalite_to_scenegraph(spec)["scenegraph"])
-    assert len(texts) == len(rows), (len(texts), len(rows))
-    out = {}
-    for text in texts:
-        i, *got = text.split("|")
-        out[int(i)] = [float(g) for g in got]
-    return pd.DataFrame([out[i] for i in range(len(rows))], columns=fields)
-
-
 def calculates(layer: dict) -> list[dict]:
     """A layer's ``calculate`` transforms, in order (filters and the rest skipped)."""
     return [t for t in layer.get("transform", []) if "calculate" in t]

@@ -3,12 +3,15 @@
 Builders take tidy DataFrames (measurements from ``cl.core.bench`` or published
 tables from ``cl.published.load``) and return Altair charts. Charts meant for
 the static book carry Vega-Lite parameters bound to sliders or radio buttons,
-so they stay interactive without a kernel; nothing here measures or prints.
+so they stay interactive without a kernel; the ring all-reduce's time is
+written once as a Vega expression (``ring_expr``), which the all-reduce
+explorer of the ring topic uses too. Nothing here measures or prints.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import altair as alt
 import pandas as pd
@@ -20,6 +23,26 @@ SIZE_AXIS = "message size (bytes, log scale)"
 
 
 BUSBW_AXIS = "bus bandwidth (GB/s, log scale)"
+
+
+_ATOM = re.compile(r"[\w.]+(\([^()]*\))?")
+
+
+def vega_operand(expr: str) -> str:
+    """``expr`` as one operand: a name, a number or a call stays; the rest gets
+    parentheses (``2 / n`` with ``n = "a / b"`` must divide by ``a / b``)."""
+    return expr if _ATOM.fullmatch(expr) else f"({expr})"
+
+
+def ring_expr(size: str, n: str, alpha: str, bw: str) -> str:
+    """Vega expression for the ring all-reduce: ``2(n-1) α + 2(n-1)/n · S/B``.
+
+    The arguments are Vega expressions (parameter names, ``datum.<field>``,
+    numbers or sums) for the size in bytes, the ranks, α in seconds and B in
+    bytes/s.
+    """
+    size, n, alpha, bw = map(vega_operand, (size, n, alpha, bw))
+    return f"(2 * ({n} - 1) * {alpha} + 2 * ({n} - 1) / {n} * {size} / {bw})"
 
 
 def busbw_vs_published_chart(
@@ -186,8 +209,9 @@ def busbw_model_chart(
         alt.Chart(grid)
         .transform_calculate(
             size_bytes="pow(10, datum.log_s)",
-            t="2 * (n - 1) * pow(10, log_a) + 2 * (n - 1) / n * "
-            "pow(10, datum.log_s) / pow(10, log_b)",
+            t=ring_expr(
+                "pow(10, datum.log_s)", "n", "pow(10, log_a)", "pow(10, log_b)"
+            ),
             busbw_GBps="2 * (n - 1) / n * pow(10, datum.log_s) / datum.t / 1e9",
         )
         .mark_line(color="#000", strokeDash=[6, 3])
@@ -327,4 +351,6 @@ __all__ = [
     "busbw_vs_published_chart",
     "link_rates_chart",
     "published_busbw_chart",
+    "ring_expr",
+    "vega_operand",
 ]

@@ -140,9 +140,10 @@ def loopback_store(timeout_s: float = 30.0, host: str = LOOPBACK):
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    """A port free on ``host`` now (the caller binds it soon after)."""
+    """A port free on ``host`` now (the caller binds it soon after); a
+    wildcard ``host`` is refused, as :func:`check_host` refuses it."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
+        s.bind((check_host(host), 0))
         return s.getsockname()[1]
 
 

@@ -43,12 +43,11 @@ actions; the rules are the papers':
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
 
 import pandas as pd
 
 from clusterlab.core.validate import check_choice, check_float, check_int
-from clusterlab.models.pipeline_schedules import play_actions
+from clusterlab.models.pipeline_schedules import play_actions, stage_times
 
 #: Each schedule's layout: "loop" (stage s on rank s mod p) or the "v".
 SCHEDULE_LAYOUTS = {"1f1b": "loop", "zb_h1": "loop", "zbv": "v"}
@@ -182,20 +181,6 @@ def schedule_order(
     return out
 
 
-def _per_stage(name, value, n):
-    """A time for each of ``n`` stages, from one number or a sequence of ``n``."""
-    if isinstance(value, Sequence | pd.Series) and not isinstance(value, str):
-        values = list(value)
-        if len(values) != n:
-            raise ValueError(f"{name} has {len(values)} times: give one per stage, {n}")
-    else:
-        values = [value] * n
-    return [
-        check_float(f"{name}[{s}]", t, 0.0, low_inclusive=False)
-        for s, t in enumerate(values)
-    ]
-
-
 def play_schedule(
     schedule: str,
     ranks: int,
@@ -226,7 +211,7 @@ def play_schedule(
     """
     schedule, p, m, v = _check_shape(schedule, ranks, microbatches, chunks)
     n = p * v
-    times = [_per_stage(k, t, n) for k, t in
+    times = [stage_times(k, t, n) for k, t in
              (("fwd_s", fwd_s), ("bwd_s", bwd_s), ("wgt_s", wgt_s))]  # fmt: skip
     orders = schedule_order(schedule, p, m, v)
     return play_actions(orders, *times, delay_s=delay_s)

@@ -88,14 +88,24 @@ def parse_actions(actions) -> list[tuple[int, str, int]]:
     return out
 
 
-def _stage_times(name, value, stages):
-    """A time for each of ``stages`` stages: one number for all, or one each."""
-    if isinstance(value, dict | list | tuple):
-        each = dict(value) if isinstance(value, dict) else dict(enumerate(value))
+def stage_times(name, value, stages):
+    """A time for each of ``stages`` stages: one number for all, or one each.
+
+    ``value`` is a number, a dict stage -> time, or a sequence (list, tuple,
+    Series, array) in stage order; each time must be > 0. ``name`` is the
+    argument's name in the error.
+    """
+    if isinstance(value, dict):
+        each = dict(value)
+    elif hasattr(value, "__len__") and not isinstance(value, str | bytes):
+        each = dict(enumerate(list(value)))
+    else:
+        each = None
+    if each is not None:
         if set(each) != set(range(stages)):
             raise ValueError(
-                f"{name} has times for the stages {sorted(each)}: give one for "
-                f"each stage 0 .. {stages - 1}"
+                f"{name} has {len(each)} times for the stages {sorted(each)}: "
+                f"give one for each stage 0 .. {stages - 1}"
             )
         return [
             check_float(f"{name}[{k}]", each[k], 0.0, low_inclusive=False)
@@ -151,7 +161,7 @@ def play_actions(
     if not orders:
         raise ValueError("orders={} is empty: give each rank its actions")
     last = max(s for acts in orders.values() for s, _, _ in acts)
-    times = {k: _stage_times(n, t, last + 1) for k, n, t in
+    times = {k: stage_times(n, t, last + 1) for k, n, t in
              (("F", "f", f), ("I", "b", b), ("W", "w", w))}  # fmt: skip
     times["B"] = [x + y for x, y in zip(times["I"], times["W"], strict=True)]
     delay = _kind_delays(delay_s)

@@ -5,19 +5,19 @@ Builders take tidy DataFrames (made by ``models.allreduce_sweeps``,
 Altair charts. Charts with controls work in the built book without a kernel:
 ``allreduce_model_chart`` computes the closed-form all-reduce times of
 ``cl.models.collectives.allreduce_time`` in Vega expressions from its sliders
-(``ring_expr``, ``tree_expr``, ``hierarchical_expr``, which the tests evaluate
-in Vega against the Python model); the others filter a precomputed sweep with
-Vega-Lite parameters. Nothing here measures or prints.
+(``ring_expr`` of the collectives topic, ``tree_expr``, ``hierarchical_expr``,
+which the tests evaluate in Vega against the Python model); the others filter
+a precomputed sweep with Vega-Lite parameters. Nothing here measures or prints.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
 import altair as alt
 import pandas as pd
 
+from clusterlab.collectives.chart import ring_expr, vega_operand
 from clusterlab.core.chart_checks import check_columns
 from clusterlab.core.controls import Range
 from clusterlab.models.collectives import ALGORITHMS
@@ -115,26 +115,6 @@ ALLREDUCE_CONTROLS = (LOG10_ALPHA, LOG10_BANDWIDTH, LOG2_BYTES)
 LOG2_GPUS = (1, 12)
 
 
-_ATOM = re.compile(r"[\w.]+(\([^()]*\))?")
-
-
-def _operand(expr: str) -> str:
-    """``expr`` as one operand: a name, a number or a call stays; the rest gets
-    parentheses (``2 / n`` with ``n = "a / b"`` must divide by ``a / b``)."""
-    return expr if _ATOM.fullmatch(expr) else f"({expr})"
-
-
-def ring_expr(size: str, n: str, alpha: str, bw: str) -> str:
-    """Vega expression for the ring all-reduce: ``2(n-1) α + 2(n-1)/n · S/B``.
-
-    The arguments are Vega expressions (parameter names, ``datum.<field>``,
-    numbers or sums) for the size in bytes, the ranks, α in seconds and B in
-    bytes/s.
-    """
-    size, n, alpha, bw = map(_operand, (size, n, alpha, bw))
-    return f"(2 * ({n} - 1) * {alpha} + 2 * ({n} - 1) / {n} * {size} / {bw})"
-
-
 def tree_expr(size: str, n: str, alpha: str, bw: str) -> str:
     """Vega expression for the tree all-reduce: ``2 ⌈log2 n⌉ α + 2(n-1)/n · S/B``.
 
@@ -143,7 +123,7 @@ def tree_expr(size: str, n: str, alpha: str, bw: str) -> str:
     the expression takes ``1e-9`` off first (far less than the gap between
     ``log2 n`` and a whole number for any other whole ``n`` up to 10**7).
     """
-    size, n, alpha, bw = map(_operand, (size, n, alpha, bw))
+    size, n, alpha, bw = map(vega_operand, (size, n, alpha, bw))
     rounds = f"({n} > 1 ? ceil(log({n}) / LN2 - 1e-9) : 0)"
     return f"(2 * {rounds} * {alpha} + 2 * ({n} - 1) / {n} * {size} / {bw})"
 
