@@ -57,21 +57,36 @@ def test_holdout_fails_when_alpha_is_zero_on_a_real_sweep(sweep):
         cl.collectives.check.holdout_fit(sweep, fit=no_alpha, tries=2)
 
 
-def test_ring_floor_fails_when_beta_is_off_by_4x_on_a_real_run(sweep):
-    sizes = [2**k for k in range(4, 23, 3)]
-    pp = cl.core.best_of.bench_best_of("ping_pong", sizes, 2)
-    alpha_s, beta_Bps = cl.core.alpha_beta.fit_alpha_beta(
-        pp["size_bytes"], pp["time_s"]
-    )
-    measured_s = sweep["time_s"].iloc[-1]
+@pytest.fixture(scope="module")
+def parts():
+    """The collectives lab's ring parts for 4 MiB on 2 ranks, ten rounds."""
+    return cl.core.bench.ring_parts(2**22, 2, rounds=10)
 
-    def fast_beta(nbytes, n, a, b):
-        return cl.models.collectives.allreduce_time(nbytes, n, a, 4 * b)
+
+def test_ring_parts_time_every_part_on_a_real_group(parts):
+    assert parts["world_size"] == 2 and parts["size_bytes"] == 2**22
+    for key in ("allreduce_s", "step_s", "add_s", "one_way_s"):
+        assert 0 < parts[key] < 1.0, (key, parts)
+    # an addition of a chunk is local work, far cheaper than sending it
+    assert parts["add_s"] < parts["step_s"]
+
+
+def test_ring_from_parts_fails_when_a_step_is_priced_4x_too_cheap(parts):
+    def fast_step(p):
+        n = p["world_size"]
+        return 2 * (n - 1) * p["step_s"] / 4 + (n - 1) * p["add_s"]
 
     with pytest.raises(AssertionError, match="missed on all 2 tries"):
-        cl.collectives.check.ring_floor(
-            measured_s, alpha_s, beta_Bps, 2**22, sizes, tries=2, predict=fast_beta
-        )
+        cl.collectives.check.ring_from_parts(parts, tries=2, predict=fast_step)
+
+
+def test_ring_parts_checks_its_arguments():
+    with pytest.raises(ValueError, match="world_size=1"):
+        cl.core.bench.ring_parts(world_size=1)
+    with pytest.raises(ValueError, match="size_bytes=4"):
+        cl.core.bench.ring_parts(size_bytes=4, world_size=2)
+    with pytest.raises(ValueError, match="rounds=21"):
+        cl.core.bench.ring_parts(rounds=21)
 
 
 def test_bench_vs_plain_checks_its_arguments():

@@ -50,23 +50,57 @@ def test_holdout_fails_when_beta_is_off_by_4x():
         cc.holdout_fit(all_reduce_sweep(), tries=1, fit=fast_beta)
 
 
-def test_ring_floor_passes_the_ratio_a_quiet_machine_gives():
-    predicted = cl.models.collectives.allreduce_time(2**22, 2, ALPHA_S, BETA_BPS)
-    got = cc.ring_floor(2.0 * predicted, ALPHA_S, BETA_BPS, 2**22, [16], tries=1)
-    assert got["ratio"] == pytest.approx(2.0)
+#: Parts of a 4 MiB all-reduce on 2 gloo ranks, as a quiet run of ring_parts gave them.
+PARTS = {
+    "allreduce_s": 3.0e-3,
+    "step_s": 1.35e-3,
+    "add_s": 6.2e-5,
+    "one_way_s": 6.5e-4,
+    "size_bytes": 2**22,
+    "world_size": 2,
+}
 
 
-@pytest.mark.parametrize("factor", [4.0, 0.1])
-def test_ring_floor_fails_when_beta_is_off_by_4x_or_10x_low(factor):
-    measured = 2.0 * cl.models.collectives.allreduce_time(2**22, 2, ALPHA_S, BETA_BPS)
+def test_ring_from_parts_passes_the_parts_of_a_quiet_run():
+    got = cc.ring_from_parts(PARTS, tries=1)
+    assert got["predicted_s"] == pytest.approx(2 * 1.35e-3 + 6.2e-5)
+    assert got["ratio"] == pytest.approx(3.0e-3 / (2 * 1.35e-3 + 6.2e-5))
 
-    def wrong(nbytes, n, alpha_s, beta_Bps):
-        return cl.models.collectives.allreduce_time(
-            nbytes, n, alpha_s, factor * beta_Bps
-        )
 
-    with pytest.raises(AssertionError, match="ring model"):
-        cc.ring_floor(measured, ALPHA_S, BETA_BPS, 2**22, [16], tries=1, predict=wrong)
+def test_ring_of_parts_counts_2_n_minus_1_steps_and_n_minus_1_additions():
+    eight = dict(PARTS, world_size=8)
+    assert cc.ring_of_parts(eight) == pytest.approx(14 * 1.35e-3 + 7 * 6.2e-5)
+
+
+@pytest.mark.parametrize("factor", [4.0, 0.25])
+def test_ring_from_parts_fails_when_a_step_is_priced_4x_off(factor):
+    def wrong(parts):
+        n = parts["world_size"]
+        return 2 * (n - 1) * parts["step_s"] / factor + (n - 1) * parts["add_s"]
+
+    with pytest.raises(AssertionError, match="ring of measured parts"):
+        cc.ring_from_parts(PARTS, tries=1, predict=wrong)
+
+
+def test_ring_from_parts_fails_a_duplex_model_where_a_step_costs_twice_a_message():
+    # Priced as one-way messages, the ring is too cheap once a step costs 2.1x.
+    slow_step = dict(PARTS, step_s=2.1 * PARTS["one_way_s"], allreduce_s=2.9e-3)
+
+    def duplex(parts):
+        return 2 * parts["one_way_s"] + parts["add_s"]
+
+    assert cc.ring_from_parts(slow_step, tries=1)["ratio"] < 1.1
+    with pytest.raises(AssertionError, match="ratio 2.1"):
+        cc.ring_from_parts(slow_step, tries=1, predict=duplex)
+
+
+def test_ring_from_parts_names_what_is_missing_or_wrong():
+    with pytest.raises(ValueError, match="lacks \\['step_s'\\]"):
+        cc.ring_from_parts({k: v for k, v in PARTS.items() if k != "step_s"})
+    with pytest.raises(ValueError, match="parts\\['add_s'\\]=0"):
+        cc.ring_from_parts(dict(PARTS, add_s=0))
+    with pytest.raises(ValueError, match="rounds=0"):
+        cc.ring_from_parts(PARTS, rounds=0)
 
 
 def test_plain_loop_agreement_fails_when_the_benchmark_forgot_to_divide():

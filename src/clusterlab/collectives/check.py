@@ -1,23 +1,27 @@
-"""Checks of the collectives lab: the ring model's floor, and a held-out fit.
+"""Checks of the collectives lab: the ring built from its parts, and a held-out fit.
 
-Both compare a model with a measurement on this machine, so both can miss
+Each compares a model with a measurement on this machine, so each can miss
 because other programs share its cores. Each therefore measures again (three
 tries at most, saying so in words) before it fails; a wrong model misses every
 try. The bounds come from repeated runs on a shared two-core machine, quiet and
-beside two busy loops (the collectives lab gives the numbers):
+beside one and two busy loops (the collectives lab gives the numbers):
 
-* measured / ring-model time of the 4 MiB all-reduce: 1.7-2.6 quiet, 0.6-2.0
-  beside the busy loops, so the check allows ``RING_RATIO_BOUNDS``; a bandwidth
-  4x too high in the model gives 3.9-7.2 quiet (2.3-6.8 busy), 4x too low about
-  0.5;
+* the 4 MiB all-reduce against 2(n - 1) ring steps plus n - 1 additions, each
+  part timed by ``cl.core.bench.ring_parts`` interleaved with the all-reduce
+  (ten rounds; 40 runs): 0.88-1.58 quiet, 0.98-1.10 beside one busy loop,
+  0.80-1.52 beside two, 0.61-1.38 beside the unit tests, so the check allows
+  ``RING_PARTS_BOUNDS``; a model whose bandwidth is 4x too high gave 2.42-6.06
+  on the same runs, and one 4x too low gives about a quarter of the right
+  ratio. The ping-pong's alpha–beta ring model, which prices a step as a
+  one-way message, gave 3.3-4.6 quiet (1.8-4.0 beside a busy loop, 4.3-4.5 in
+  a full test run): a ring step, sending and receiving at once over loopback,
+  took 1.0-3.5 times a one-way message;
 * held-out relative error of alpha–beta on every other size: median 0.09-0.23
   quiet, 0.21-0.78 busy; at the largest held-out size 0.02-0.26 quiet, 0.02-1.05
   busy. The check allows ``HOLDOUT_MEDIAN_BELOW`` and ``HOLDOUT_LARGEST_BELOW``;
   a fit without alpha misses the small sizes many times over (a median far above
   1), and one with a 4x bandwidth misses the largest size by about 2;
 * bench_collective / plain loop: 0.89-1.13 quiet, 0.84-1.24 busy.
-
-Half of the busy runs missed one bound on a first try; none missed twice.
 
 Exercise checks: bus bandwidth and arithmetic intensity.
 """
@@ -29,12 +33,17 @@ import math
 from clusterlab.core.busy import ratio_judge, retry
 from clusterlab.core.checks import not_attempted, passed
 
-#: Measured / ring-model time seen in the book's runs (lowest, highest).
-RING_RATIO_SEEN = {"quiet": (1.7, 2.6), "two busy loops": (0.6, 2.0)}
+#: All-reduce / ring of measured parts seen in the book's runs (lowest, highest).
+RING_PARTS_SEEN = {
+    "quiet": (0.88, 1.58),
+    "one busy loop": (0.98, 1.10),
+    "two busy loops": (0.80, 1.52),
+    "beside the unit tests": (0.61, 1.38),
+}
 
 
-#: Allowed measured / ring-model time of an all-reduce (gloo on 2 CPU ranks).
-RING_RATIO_BOUNDS = (0.5, 3.5)
+#: Allowed all-reduce / ring of measured parts (gloo on 2 CPU ranks).
+RING_PARTS_BOUNDS = (0.5, 2.0)
 
 
 #: Held-out errors seen in the book's runs: highest (median, largest size).
@@ -57,70 +66,76 @@ HOLDOUT_MEDIAN_BELOW = 0.6
 HOLDOUT_LARGEST_BELOW = 1.0
 
 
-def _ring(nbytes, n, alpha_s, beta_Bps):
-    from clusterlab.models.collectives import allreduce_time
-
-    return allreduce_time(nbytes, n, alpha_s, beta_Bps, "ring")
+PARTS = ("allreduce_s", "step_s", "add_s", "one_way_s", "size_bytes", "world_size")
 
 
-def ring_floor(
-    measured_s: float,
-    alpha_s: float,
-    beta_Bps: float,
-    nbytes: int,
-    fit_sizes,
+def ring_of_parts(parts: dict) -> float:
+    """Seconds of a ring all-reduce from measured parts: 2(n - 1) steps, n - 1 adds."""
+    n = parts["world_size"]
+    return 2 * (n - 1) * parts["step_s"] + (n - 1) * parts["add_s"]
+
+
+def ring_from_parts(
+    parts: dict,
     *,
-    world_size: int = 2,
-    bounds=RING_RATIO_BOUNDS,
+    bounds=RING_PARTS_BOUNDS,
     tries: int = 3,
+    rounds: int = 10,
     predict=None,
 ) -> dict:
-    """Check an all-reduce's time against the ring model of a ping-pong's alpha, beta.
+    """Check an all-reduce's time against the ring built from its measured parts.
 
-    The first try uses the reader's numbers; a later try fits alpha and beta to
-    a fresh ping-pong over ``fit_sizes`` and times the all-reduce again (each the
-    fastest of three passes).
+    A ring all-reduce over n ranks is 2(n - 1) steps, in each of which every
+    rank sends S/n bytes while it receives S/n, and n - 1 additions of a
+    received chunk. ``parts`` (from ``cl.core.bench.ring_parts``) times each
+    part beside the all-reduce itself; a later try measures all of them again.
 
     Args:
-        measured_s: the all-reduce's measured seconds for ``nbytes``.
-        alpha_s, beta_Bps: the ping-pong fit, seconds and bytes/s.
-        nbytes: the all-reduce's message in bytes.
-        fit_sizes: the ping-pong's sizes in bytes, for a later try.
-        world_size: ranks of the all-reduce.
-        bounds: ``(low, high)`` allowed for measured / predicted.
+        parts: ``{"allreduce_s", "step_s", "add_s", "one_way_s", "size_bytes",
+            "world_size"}`` as ``ring_parts`` returns.
+        bounds: ``(low, high)`` allowed for all-reduce / predicted.
         tries: measurements at most, in [1, 10].
-        predict: ``predict(nbytes, n, alpha_s, beta_Bps) -> seconds``, the ring
-            model by default (tests pass wrong ones).
+        rounds: ``ring_parts``' interleaved rounds for a later try, in [1, 20].
+        predict: ``predict(parts) -> seconds``, :func:`ring_of_parts` by
+            default (tests pass wrong ones).
 
     Returns:
-        ``{"measured_s", "predicted_s", "ratio", "alpha_s", "beta_Bps", "tries"}``.
+        ``parts`` with ``"measured_s"``, ``"predicted_s"``, ``"ratio"`` and
+        ``"tries"``.
 
     Raises:
+        ValueError: ``parts`` lacks a key, or a time is not positive.
         AssertionError: every try fell outside ``bounds``.
     """
-    from clusterlab.core.alpha_beta import fit_alpha_beta
-    from clusterlab.core.best_of import bench_best_of
+    from clusterlab.core.bench import ring_parts
+    from clusterlab.core.validate import check_int
 
-    predict = predict or _ring
+    missing = [k for k in PARTS if k not in parts]
+    if missing:
+        raise ValueError(
+            f"parts={parts!r} lacks {missing}: pass what "
+            "cl.core.bench.ring_parts returns"
+        )
+    for k in PARTS[:4]:
+        if not parts[k] > 0:
+            raise ValueError(f"parts[{k!r}]={parts[k]!r} must be a positive time")
+    check_int("rounds", rounds, 1, 20)
+    predict = predict or ring_of_parts
 
     def measure(attempt):
-        a, b, m = alpha_s, beta_Bps, measured_s
+        p = parts
         if attempt > 1:
-            pp = bench_best_of("ping_pong", fit_sizes, 2)
-            a, b = fit_alpha_beta(pp["size_bytes"], pp["time_s"])
-            ar = bench_best_of("all_reduce", [nbytes], world_size)
-            m = ar["time_s"].iloc[-1]
-        p = float(predict(nbytes, world_size, a, b))
-        return dict(
-            measured_s=float(m), predicted_s=p, ratio=m / p, alpha_s=a, beta_Bps=b
-        )
+            p = ring_parts(parts["size_bytes"], parts["world_size"], rounds=rounds)
+        predicted = float(predict(p))
+        m = p["allreduce_s"]
+        return dict(p, measured_s=m, predicted_s=predicted, ratio=m / predicted)
 
     done = retry(
         measure,
-        ratio_judge("measured", "ring model", bounds),
-        what=f"ring model of a {nbytes:,}-byte all-reduce",
-        hint="a ratio far above the bound means the model's bandwidth is too high "
-        "(or the benchmark is slow); far below, the model counts too much",
+        ratio_judge("all-reduce", "ring of its parts", bounds),
+        what=f"ring of measured parts for a {parts['size_bytes']:,}-byte all-reduce",
+        hint="a ratio far above the bound means the model prices a step too "
+        "cheaply (too high a bandwidth) or counts too few; far below, too many",
         tries=tries,
         numbered=True,
     )
@@ -280,4 +295,10 @@ def busbw_from_algbw(fn) -> bool:
     return passed(name, "all-reduce, all-gather, reduce-scatter and broadcast agree")
 
 
-__all__ = ["busbw_from_algbw", "holdout_fit", "plain_loop_agreement", "ring_floor"]
+__all__ = [
+    "busbw_from_algbw",
+    "holdout_fit",
+    "plain_loop_agreement",
+    "ring_from_parts",
+    "ring_of_parts",
+]

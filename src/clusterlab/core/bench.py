@@ -323,6 +323,102 @@ def bench_vs_plain_loop(
     return {"plain_s": plain, "bench_s": bench, "bench_over_plain": bench / plain}
 
 
+def _ring_parts_worker(rank, world_size, *, size_bytes, iters, rounds):
+    """Time an all-reduce and the parts a ring builds it from, interleaved.
+
+    Each round times, in the same group and one after another: the all-reduce
+    of ``size_bytes``; one ring step (every rank sends ``size_bytes / n`` to its
+    right-hand neighbour while it receives as much from its left); the addition
+    of one such chunk into another; and a one-way message of a chunk from rank
+    0 to rank 1 (half a ping-pong). Each keeps its best round.
+    """
+    import torch
+    import torch.distributed as dist
+
+    dev = _group_device()
+    n = world_size
+    count = size_bytes // _ELEMENT_BYTES
+    chunk = -(-count // n)
+    full = torch.ones(count, device=dev)
+    send = torch.ones(chunk, device=dev)
+    got = torch.empty(chunk, device=dev)
+    acc = torch.ones(chunk, device=dev)
+    right, left = (rank + 1) % n, (rank - 1) % n
+
+    def ring_step():
+        sent = dist.isend(send, right)
+        dist.recv(got, left)
+        sent.wait()
+
+    def one_way_twice():  # rank 0 to 1 and back; ranks above 1 only meet the barrier
+        if rank == 0:
+            dist.send(send, 1)
+            dist.recv(got, 1)
+        elif rank == 1:
+            dist.recv(got, 0)
+            dist.send(send, 0)
+
+    parts = {
+        "allreduce_s": lambda: dist.all_reduce(full),
+        "step_s": ring_step,
+        "add_s": lambda: acc.add_(got),
+        "one_way_s": one_way_twice,
+    }
+    best = dict.fromkeys(parts, float("inf"))
+    for _ in range(rounds):  # interleaved, so every part sees the same machine
+        for name, step in parts.items():
+            t = time_in_group(step, iters, repeats=1, warmup=1)
+            best[name] = min(best[name], t)
+    best["one_way_s"] /= 2
+    return best
+
+
+def ring_parts(
+    size_bytes: int = 2**22,
+    world_size: int = 2,
+    iters: int = 5,
+    rounds: int = 5,
+    backend: str = "auto",
+) -> dict:
+    """Time an all-reduce and the parts a ring all-reduce is made of.
+
+    A ring all-reduce over *n* ranks is 2(n - 1) ring steps, in each of which
+    every rank sends S/n bytes to one neighbour *while* it receives S/n from the
+    other, and n - 1 additions of a received chunk. This times each part on the
+    machine, interleaved with the all-reduce itself in the same process group,
+    so the collective can be predicted from its parts. It also times a chunk
+    sent one way at a time (half a ping-pong): on a full-duplex link a ring step
+    costs as much as that; where both directions share one resource (loopback
+    TCP: the same cores copy both ways) it costs up to twice as much.
+
+    Args:
+        size_bytes: the all-reduce's message in bytes, in [4 * world_size, 2**30].
+        world_size: ranks, in [2, 64].
+        iters: operations per timed block, in [1, 1000].
+        rounds: interleaved rounds, in [1, 20]; each part keeps its best.
+        backend: ``"auto"``, ``"gloo"`` or ``"nccl"``.
+
+    Returns:
+        ``{"allreduce_s", "step_s", "add_s", "one_way_s", "size_bytes",
+        "world_size"}``, each time the slowest rank's best, in seconds.
+    """
+    world_size = check_int("world_size", world_size, 2, 64)
+    check_int("size_bytes", size_bytes, 4 * world_size, 2**30)
+    check_int("iters", iters, 1, 1000)
+    check_int("rounds", rounds, 1, 20)
+    per_rank = launch(
+        _ring_parts_worker,
+        world_size,
+        backend=backend,
+        timeout=120.0,
+        size_bytes=size_bytes - size_bytes % 4,
+        iters=iters,
+        rounds=rounds,
+    )
+    out = {k: max(r[k] for r in per_rank) for k in per_rank[0]}
+    return dict(out, size_bytes=size_bytes - size_bytes % 4, world_size=world_size)
+
+
 if __name__ == "__main__":
     table = bench_collective("all_reduce", [2**k for k in range(10, 25, 2)], 2)
     print(table.to_string(index=False))
