@@ -282,6 +282,29 @@ def _plain_and_bench_worker(rank, world_size, *, size_bytes, iters, rounds):
     return min(plain), min(bench)
 
 
+def _launch_interleaved(
+    worker, size_bytes, world_size, iters, rounds, backend, *, per_rank=0
+):
+    """Check the arguments of an interleaved comparison, then run ``worker``.
+
+    ``size_bytes`` must be at least 4 bytes, and at least ``per_rank`` bytes for
+    each rank; it is rounded down to whole float32 elements.
+    """
+    world_size = check_int("world_size", world_size, 2, 64)
+    check_int("size_bytes", size_bytes, max(4, per_rank * world_size), 2**30)
+    check_int("iters", iters, 1, 1000)
+    check_int("rounds", rounds, 1, 20)
+    return launch(
+        worker,
+        world_size,
+        backend=backend,
+        timeout=120.0,
+        size_bytes=size_bytes - size_bytes % 4,
+        iters=iters,
+        rounds=rounds,
+    )
+
+
 def bench_vs_plain_loop(
     size_bytes: int = 2**22,
     world_size: int = 2,
@@ -305,18 +328,8 @@ def bench_vs_plain_loop(
     Returns:
         ``{"plain_s", "bench_s", "bench_over_plain"}``.
     """
-    check_int("size_bytes", size_bytes, 4, 2**30)
-    check_int("world_size", world_size, 2, 64)
-    check_int("iters", iters, 1, 1000)
-    check_int("rounds", rounds, 1, 20)
-    per_rank = launch(
-        _plain_and_bench_worker,
-        world_size,
-        backend=backend,
-        timeout=120.0,
-        size_bytes=size_bytes - size_bytes % 4,
-        iters=iters,
-        rounds=rounds,
+    per_rank = _launch_interleaved(
+        _plain_and_bench_worker, size_bytes, world_size, iters, rounds, backend
     )
     plain = max(p for p, _ in per_rank)
     bench = max(b for _, b in per_rank)
@@ -402,18 +415,8 @@ def ring_parts(
         ``{"allreduce_s", "step_s", "add_s", "one_way_s", "size_bytes",
         "world_size"}``, each time the slowest rank's best, in seconds.
     """
-    world_size = check_int("world_size", world_size, 2, 64)
-    check_int("size_bytes", size_bytes, 4 * world_size, 2**30)
-    check_int("iters", iters, 1, 1000)
-    check_int("rounds", rounds, 1, 20)
-    per_rank = launch(
-        _ring_parts_worker,
-        world_size,
-        backend=backend,
-        timeout=120.0,
-        size_bytes=size_bytes - size_bytes % 4,
-        iters=iters,
-        rounds=rounds,
+    per_rank = _launch_interleaved(
+        _ring_parts_worker, size_bytes, world_size, iters, rounds, backend, per_rank=4
     )
     out = {k: max(r[k] for r in per_rank) for k in per_rank[0]}
     return dict(out, size_bytes=size_bytes - size_bytes % 4, world_size=world_size)
