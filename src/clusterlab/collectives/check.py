@@ -8,7 +8,7 @@ beside one and two busy loops (the collectives lab gives the numbers):
 
 * the 4 MiB all-reduce against 2(n - 1) ring steps plus n - 1 additions, each
   part timed by ``cl.core.bench.ring_parts`` interleaved with the all-reduce
-  (ten rounds; 40 runs): 0.88-1.58 quiet, 0.98-1.10 beside one busy loop,
+  (ten rounds; 62 runs): 0.88-1.58 quiet, 0.98-1.10 beside one busy loop,
   0.80-1.52 beside two, 0.61-1.38 beside the unit tests, so the check allows
   ``RING_PARTS_BOUNDS``; a model whose bandwidth is 4x too high gave 2.42-6.06
   on the same runs, and one 4x too low gives about a quarter of the right
