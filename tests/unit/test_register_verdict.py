@@ -72,6 +72,32 @@ def test_members_that_disagree_after_the_heal_fail():
         register_verdict(h)
 
 
+def test_a_stale_final_read_is_reported_and_a_stale_last_one_fails():
+    h = copy.deepcopy(_history())
+    h["records"].insert(-3, _rec(0, "read", "0-1", 29, 29.1, final=True))
+    out = register_verdict(h)
+    assert out["stale_after_heal"] == 1 and "member 0 answered '0-1'" in out["text"]
+    h["records"].append(_rec(0, "read", "0-1", 40, 40.1, final=True))
+    with pytest.raises(AssertionError, match="last final reads"):
+        register_verdict(h)
+
+
+def test_the_same_stale_read_by_a_member_of_the_majority_fails():
+    h = copy.deepcopy(_history())
+    h["records"].insert(-3, _rec(1, "read", "0-1", 29, 29.1, final=True))
+    with pytest.raises(AssertionError, match="not linearizable"):
+        register_verdict(h)
+
+
+def test_an_answer_counts_as_during_the_cut_until_the_heal_begins():
+    h = _history() | {"heal_from_s": 19.9}
+    h["records"].append(_rec(0, "read", "1-4", 19.0, 19.95))  # the heal under way
+    assert register_verdict(h)["ok"]
+    h["records"].append(_rec(0, "read", "1-4", 19.0, 19.85))  # before it began
+    with pytest.raises(AssertionError, match="cut-off member answered"):
+        register_verdict(h)
+
+
 def test_the_history_chart_stays_under_the_books_chart_budget():
     import json
 

@@ -83,6 +83,7 @@ def run_history(n, endpoint, popen, cut, heal, leader, before_s, cut_s, after_s)
             cut()
             cut_at = time.monotonic()
             _sleep_until(cut_at + cut_s)
+            heal_from = time.monotonic()  # packets may pass before heal() returns
             heal()
             healed_at = time.monotonic()
             deadline = start + seconds + 30.0
@@ -103,7 +104,12 @@ def run_history(n, endpoint, popen, cut, heal, leader, before_s, cut_s, after_s)
             json.loads(line) for out in outs for line in out.read_text().splitlines()
         ]
     return dict(
-        records=records, leader=leader, start_s=start, cut_s=cut_at, healed_s=healed_at
+        records=records,
+        leader=leader,
+        start_s=start,
+        cut_s=cut_at,
+        heal_from_s=heal_from,
+        healed_s=healed_at,
     )
 
 
