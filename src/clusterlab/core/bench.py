@@ -240,15 +240,14 @@ def _make_step(op, count, rank, world_size, device):
     if op == "reduce_scatter":
         shard = torch.empty(count // world_size, dtype=buf.dtype, device=device)
         return lambda: dist.reduce_scatter_tensor(shard, buf)
-    peer = 1 - rank  # ping_pong: 0 sends and waits for the echo; 1 echoes
 
-    def ping_pong():
+    def ping_pong():  # 0 sends and waits for the echo; 1 echoes; others idle
         if rank == 0:
-            dist.send(buf, peer)
-            dist.recv(buf, peer)
-        else:
-            dist.recv(buf, peer)
-            dist.send(buf, peer)
+            dist.send(buf, 1)
+            dist.recv(buf, 1)
+        elif rank == 1:
+            dist.recv(buf, 0)
+            dist.send(buf, 0)
 
     return ping_pong
 
@@ -363,19 +362,11 @@ def _ring_parts_worker(rank, world_size, *, size_bytes, iters, rounds):
         dist.recv(got, left)
         sent.wait()
 
-    def one_way_twice():  # rank 0 to 1 and back; ranks above 1 only meet the barrier
-        if rank == 0:
-            dist.send(send, 1)
-            dist.recv(got, 1)
-        elif rank == 1:
-            dist.recv(got, 0)
-            dist.send(send, 0)
-
     parts = {
         "allreduce_s": lambda: dist.all_reduce(full),
         "step_s": ring_step,
         "add_s": lambda: acc.add_(got),
-        "one_way_s": one_way_twice,
+        "one_way_s": _make_step("ping_pong", chunk, rank, n, dev),  # there and back
     }
     best = dict.fromkeys(parts, float("inf"))
     for _ in range(rounds):  # interleaved, so every part sees the same machine
